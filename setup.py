@@ -1,0 +1,52 @@
+"""pip install of solarian_agent without ROS (colcon uses package.xml + CMakeLists.txt)."""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+setup(
+    name="solarian_agent",
+    version="0.1.0",
+    description="An LLM robot controller for ROS 2 servo arms with cameras (SO-101 class)",
+    packages=find_packages(include=["solarian_agent", "solarian_agent.*"]),
+    python_requires=">=3.10",
+    include_package_data=True,
+    package_data={"solarian_agent": ["py.typed", "data/*", "data/**/*"]},
+    data_files=[
+        ("share/solarian_agent/config", glob("config/*.yaml") + glob("config/*.rviz")),
+        ("share/solarian_agent/config/skills", glob("config/skills/*.yaml")),
+        ("share/solarian_agent/launch", glob("launch/*.py")),
+        ("share/solarian_agent/urdf", glob("urdf/*")),
+    ],
+    install_requires=[
+        "numpy>=1.24",
+        "pyyaml>=6",
+        "jsonschema>=4.17",
+        "opencv-python-headless>=4.8",
+        "pin>=2.7",
+        "rosbags>=0.10",
+        "pyserial>=3.5",
+    ],
+    extras_require={
+        "agent": ["anthropic>=0.40", "openai>=1.50"],
+        "web": ["starlette>=0.37", "uvicorn>=0.30"],
+        "dev": [
+            "anthropic>=0.40",
+            "openai>=1.50",
+            "starlette>=0.37",
+            "uvicorn>=0.30",
+            "pytest>=8",
+            "pytest-timeout>=2.2",
+            "hypothesis>=6.100",
+            "ruff>=0.5",
+            "mypy>=1.10",
+            "selenium>=4.20",
+            "types-PyYAML",
+        ],
+    },
+    entry_points={
+        "console_scripts": [
+            "solarian-agent = solarian_agent.cli:main",
+        ],
+    },
+)

@@ -1,0 +1,257 @@
+"""Typed, frozen configuration validated on load.
+
+``config/controller.yaml`` holds the seed's ``agent:`` block.  :func:`load_agent_config` turns it
+into :class:`AgentConfig`; an invalid value raises :class:`ConfigError` naming its YAML path
+(``agent.monitor.period_s``) and what is allowed.  API keys are never in YAML: a config names the
+environment variable (``api_key_env``) and the key is read from the environment when a provider
+is built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+
+import yaml
+
+from .errors import ConfigError
+
+T = TypeVar("T")
+
+PLANNER_PROVIDERS = ("anthropic", "openai", "rules", "scripted")
+MONITOR_PROVIDERS = ("openai_responses", "openai_decisions", "openai", "anthropic", "cv",
+                     "scripted")
+
+
+def _rng(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False
+         ) -> dict[str, Any]:
+    return {"lo": lo, "hi": hi, "lo_open": lo_open}
+
+
+@dataclass(frozen=True)
+class ModelEndpointConfig:
+    provider: str = "rules"
+    model: str = ""
+    api_key_env: str | None = None
+    base_url: str | None = None
+    thinking_budget: int | None = None
+    reasoning_effort: str | None = None
+    timeout_s: float = field(default=60.0, metadata=_rng(0.0, 3600.0, lo_open=True))
+    max_retries: int = field(default=3, metadata=_rng(0, 10))
+    max_tokens: int = field(default=4096, metadata=_rng(1, 200_000))
+
+    ALLOWED = {"provider": PLANNER_PROVIDERS,
+               "reasoning_effort": (None, "minimal", "low", "medium", "high")}
+
+
+@dataclass(frozen=True)
+class MonitorConfig(ModelEndpointConfig):
+    provider: str = "cv"
+    period_s: float = field(default=1.5, metadata=_rng(0.0, 600.0, lo_open=True))
+    history: int = field(default=2, metadata=_rng(1, 16))
+    image_max_side: int = field(default=512, metadata=_rng(16, 8192))
+    close_ups: dict[str, list[float]] = field(default_factory=dict)
+    reference: bool = True
+    mark_target: bool = False
+    instructions: str = ""
+
+    ALLOWED = {"provider": MONITOR_PROVIDERS,
+               "reasoning_effort": (None, "minimal", "low", "medium", "high")}
+
+
+@dataclass(frozen=True)
+class AgentBudgets:
+    max_turns: int = field(default=80, metadata=_rng(1, 100_000))
+    max_minutes: float = field(default=20.0, metadata=_rng(0.0, 10_000.0, lo_open=True))
+    retries_per_step: int = field(default=3, metadata=_rng(1, 100))
+
+
+@dataclass(frozen=True)
+class EventsConfig:
+    """The planner's inbound event queue (seed 004): bounded, with a defined overflow rule."""
+
+    queue_size: int = field(default=256, metadata=_rng(1, 100_000))
+    # drop_oldest_routine: the oldest queue/parallel-urgency event is dropped (and counted);
+    # interrupts are never dropped.
+    overflow: str = "drop_oldest_routine"
+
+    ALLOWED = {"overflow": ("drop_oldest_routine", "reject_new")}
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """Seed 001/000: which vision backend interprets frames, and fixed per-turn views."""
+
+    vision: str = "none"
+    vision_camera: str = ""
+    cameras: list[str] = field(default_factory=list)
+
+    ALLOWED = {"vision": ("none", "openai-responses", "openai", "anthropic", "cv", "scripted")}
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    planner: ModelEndpointConfig = field(default_factory=ModelEndpointConfig)
+    monitor: MonitorConfig | None = field(default_factory=MonitorConfig)
+    planner_heartbeat_s: float | None = field(default=20.0, metadata=_rng(0.0, 3600.0,
+                                                                          lo_open=True))
+    budgets: AgentBudgets = field(default_factory=AgentBudgets)
+    cameras: list[str] = field(default_factory=list)
+    state_fields: dict[str, list[str]] = field(default_factory=dict)
+    dry_run: bool = False
+    system_prompt: str = ""
+    max_images_in_context: int = field(default=4, metadata=_rng(0, 100))
+    max_point_age_s: float = field(default=30.0, metadata=_rng(0.0, 3600.0, lo_open=True))
+    image_max_side: int = field(default=1024, metadata=_rng(16, 8192))
+    image_grid: bool = True
+    image_overlays: bool = True
+    control_period_s: float = field(default=0.02, metadata=_rng(0.001, 1.0))
+    events: EventsConfig = field(default_factory=EventsConfig)
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+
+
+def _type_name(tp: Any) -> str:
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in get_args(tp))
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(tp))
+    if origin is not None:
+        return getattr(origin, "__name__", str(origin))
+    if tp is type(None):
+        return "null"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _convert(tp: Any, value: Any, path: str) -> Any:
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = get_args(tp)
+        if value is None:
+            if type(None) in args:
+                return None
+            raise ConfigError(path, f"must be {_type_name(tp)}, got null")
+        errors = []
+        for a in args:
+            if a is type(None):
+                continue
+            try:
+                return _convert(a, value, path)
+            except ConfigError as e:
+                errors.append(e)
+        raise errors[0]
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if not isinstance(value, dict):
+            raise ConfigError(path, f"must be a mapping, got {type(value).__name__}")
+        return load_dataclass(tp, value, path)
+    if origin is list:
+        (item,) = get_args(tp)
+        if not isinstance(value, list):
+            raise ConfigError(path, f"must be a list, got {type(value).__name__}")
+        return [_convert(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        kt, vt = get_args(tp)
+        if not isinstance(value, dict):
+            raise ConfigError(path, f"must be a mapping, got {type(value).__name__}")
+        return {_convert(kt, k, f"{path}.{k}"): _convert(vt, v, f"{path}.{k}")
+                for k, v in value.items()}
+    if tp is Any:
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(path, f"must be true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(path, f"must be an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(path, f"must be a number, got {value!r}")
+        if not math.isfinite(float(value)):
+            raise ConfigError(path, f"must be a finite number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(path, f"must be a string, got {value!r}")
+        return value
+    raise ConfigError(path, f"unsupported config type {tp!r}")  # pragma: no cover
+
+
+def load_dataclass(cls: type[T], data: dict[str, Any], path: str) -> T:
+    """Build a frozen config dataclass from a mapping, validating every value."""
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(f"{path}.{unknown[0]}",
+                          f"unknown key; allowed keys: {', '.join(sorted(fields))}")
+    allowed: dict[str, tuple[Any, ...]] = getattr(cls, "ALLOWED", {})
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        fpath = f"{path}.{name}"
+        v = _convert(hints[name], value, fpath)
+        if name in allowed and v not in allowed[name]:
+            shown = ", ".join("null" if a is None else str(a) for a in allowed[name])
+            raise ConfigError(fpath, f"{v!r} is not allowed; allowed values: {shown}")
+        meta = fields[name].metadata
+        if "lo" in meta and isinstance(v, (int, float)) and not isinstance(v, bool):
+            lo, hi = meta["lo"], meta["hi"]
+            if lo is not None and (v <= lo if meta["lo_open"] else v < lo):
+                rel = ">" if meta["lo_open"] else ">="
+                raise ConfigError(fpath, f"{v!r} is out of range; must be {rel} {lo}"
+                                  + (f" and <= {hi}" if hi is not None else ""))
+            if hi is not None and v > hi:
+                raise ConfigError(fpath, f"{v!r} is out of range; must be <= {hi}")
+        kwargs[name] = v
+    obj = cls(**kwargs)
+    _post_validate(obj, path)
+    return obj
+
+
+def _post_validate(obj: Any, path: str) -> None:
+    if isinstance(obj, MonitorConfig):
+        for cam, box in obj.close_ups.items():
+            p = f"{path}.close_ups.{cam}"
+            if len(box) != 4:
+                raise ConfigError(p, f"must be [x0, y0, x1, y1], got {len(box)} values")
+            x0, y0, x1, y1 = box
+            if not (0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1):
+                raise ConfigError(p, "must be fractions with 0 <= x0 < x1 <= 1 and "
+                                  f"0 <= y0 < y1 <= 1, got {box}")
+    if isinstance(obj, ModelEndpointConfig) and obj.api_key_env is not None:
+        env = obj.api_key_env
+        if not env or not env.replace("_", "").isalnum() or env.startswith(("sk-", "sk_")):
+            raise ConfigError(f"{path}.api_key_env",
+                              "must name an environment variable (like OPENAI_API_KEY), "
+                              "never hold a key")
+
+
+def load_agent_config(source: str | Path | dict[str, Any], root: str = "agent") -> AgentConfig:
+    """Load the ``agent:`` block from a YAML file or an already-parsed mapping."""
+    if isinstance(source, dict):
+        doc: Any = source
+        where = "<mapping>"
+    else:
+        where = str(source)
+        try:
+            doc = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
+        except FileNotFoundError as e:
+            raise ConfigError(where, "file not found") from e
+        except yaml.YAMLError as e:
+            raise ConfigError(where, f"not valid YAML: {e}") from e
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise ConfigError(root, f"{where} must hold a mapping at the top level")
+    block = doc.get(root, {}) if root else doc
+    if block is None:
+        block = {}
+    if not isinstance(block, dict):
+        raise ConfigError(root, f"must be a mapping, got {type(block).__name__}")
+    return load_dataclass(AgentConfig, block, root)

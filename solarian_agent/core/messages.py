@@ -1,0 +1,141 @@
+"""The core's message types: plain dataclasses mirroring the ROS interfaces field for field.
+
+``solarian_agent.ros.convert`` maps each onto its ROS type (standard types where they exist,
+the package's own ``msg/ srv/ action/`` otherwise).  Times are seconds on the run's clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+Outcome = Literal["succeeded", "failed", "stopped", "timed_out", "refused"]
+OUTCOMES: tuple[str, ...] = ("succeeded", "failed", "stopped", "timed_out", "refused")
+
+
+@dataclass(frozen=True)
+class Image:
+    """A camera frame (``sensor_msgs/Image``, encoding bgr8).  ``data`` is read-only and shared:
+    subscribers get the same array, never a copy."""
+
+    data: np.ndarray
+    stamp: float
+    frame_id: str
+    seq: int = 0
+    encoding: str = "bgr8"
+
+    @property
+    def height(self) -> int:
+        return int(self.data.shape[0])
+
+    @property
+    def width(self) -> int:
+        return int(self.data.shape[1])
+
+
+@dataclass(frozen=True)
+class CameraInfo:
+    width: int
+    height: int
+    k: tuple[float, ...]  # 3x3 row-major intrinsics
+    d: tuple[float, ...] = ()
+    frame_id: str = ""
+    stamp: float = 0.0
+    distortion_model: str = "plumb_bob"
+
+
+@dataclass(frozen=True)
+class JointState:
+    """Arm joints in radians; the gripper joint in metres of aperture (URDF units)."""
+
+    stamp: float
+    name: tuple[str, ...]
+    position: tuple[float, ...]
+    velocity: tuple[float, ...] = ()
+    effort: tuple[float, ...] = ()
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(zip(self.name, self.position, strict=False))
+
+
+@dataclass(frozen=True)
+class JointCommand:
+    """Target positions for named joints; the driver clamps and speed-limits them."""
+
+    stamp: float
+    name: tuple[str, ...]
+    position: tuple[float, ...]
+    max_velocity: float = 0.0  # rad/s; 0 = the driver's configured limit
+    source: str = "agent"  # agent | operator
+
+
+@dataclass(frozen=True)
+class SkillGoal:
+    tool: str
+    params: dict[str, Any]
+    generation: int
+    action_id: str
+    observation_id: str = ""
+    watch_for: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SkillFeedback:
+    action_id: str
+    phase: str
+    progress: float = -1.0  # 0..1, or -1 when unknown
+
+
+@dataclass(frozen=True)
+class SkillResult:
+    action_id: str
+    outcome: str  # one of OUTCOMES
+    reason: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AgentEvent:
+    t: str
+    kind: str
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Generation:
+    value: int
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class OperatorEvent:
+    """Anything the operator did: a key, a click, a skill start or stop, teleop."""
+
+    kind: str
+    detail: dict[str, Any] = field(default_factory=dict)
+    stamp: float = 0.0
+
+
+@dataclass(frozen=True)
+class MonitorVerdict:
+    action_id: str
+    tool: str
+    question: str
+    value: str
+    probability: float
+    decision: str = ""  # finish | fail | escalate | "" (no rule fired)
+    reason: str = ""
+    stamp: float = 0.0
+
+
+@dataclass(frozen=True)
+class AgentState:
+    generation: int
+    status: str
+    task: str
+    plan: tuple[dict[str, Any], ...]
+    actions: tuple[dict[str, Any], ...]
+    conversation: tuple[dict[str, Any], ...]
+    stamp: float = 0.0

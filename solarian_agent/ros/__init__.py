@@ -1,0 +1,1 @@
+"""solarian_agent.ros"""

@@ -128,6 +128,9 @@ class MonitorVerdict:
     decision: str = ""  # finish | fail | escalate | "" (no rule fired)
     reason: str = ""
     stamp: float = 0.0
+    then: str = ""  # a tool to start, without arguments, once the action has stopped
+    source: str = "monitor"  # monitor | controller (a check_agent_action tripwire)
+    generation: int = 0
 
 
 @dataclass(frozen=True)

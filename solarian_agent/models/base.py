@@ -28,10 +28,10 @@ class ImagePart:
     points the model reads off it map back to capture pixels exactly.
     """
 
-    data: bytes
-    media_type: str  # image/jpeg | image/png
-    width: int
-    height: int
+    data: bytes = field(repr=False)
+    media_type: str = "image/jpeg"  # image/jpeg | image/png
+    width: int = 0
+    height: int = 0
     observation_id: str = ""
     label: str = ""
 

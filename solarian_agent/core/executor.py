@@ -1,0 +1,438 @@
+"""Skill execution: the control side.  One action server per tool (``skills/<tool>``).
+
+The executor owns the run's *generation* where skills are executed.  Every goal carries the
+generation its sender believed current; cancel, reset and operator takeover advance it here, so a
+goal decided before them is refused with a reason instead of executed after them — across
+processes and under any interleaving, because the check happens both when the goal arrives and
+again on the control loop right before the skill starts.
+
+Concurrency: goals, cancels and generation changes may arrive on any thread (a planner worker, a
+ROS executor thread, the web panel).  They only enqueue requests under ``_lock``; skills are
+started, ticked and stopped exclusively inside :meth:`tick` on the control loop, so a skill never
+runs on two threads and a stop always lands between two ticks.  Nothing in ``tick`` waits on a
+model or on I/O.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import jsonschema
+
+from . import names
+from .clock import Clock
+from .errors import SkillFailed
+from .messages import AgentEvent, Generation, SkillFeedback, SkillGoal, SkillResult
+from .skill import Skill, SkillContext, Tool, ToolSpec, TrackerRequest, usable_tools
+from .transport import LATCHED, ActionServer, Bus, GoalHandle, GoalStatus, QoS
+
+
+@dataclass
+class TrackerResult:
+    """The first (or latest) result of a tracker: its mask's share of the image and its box."""
+
+    area_fraction: float | None  # None: no mask at all
+    box: tuple[int, int, int, int] | None = None  # x0, y0, x1, y1 in capture pixels
+    mask: Any = None
+
+
+class TrackerPort(Protocol):
+    """Trackers the harness seeds with the planner's point (``services_for``)."""
+
+    def start(self, request: TrackerRequest, point: tuple[float, float]) -> TrackerResult: ...
+
+    def stop(self, field: str) -> None: ...
+
+
+@dataclass
+class RunningAction:
+    action_id: str
+    tool: str
+    spec: ToolSpec
+    skill: Skill
+    handle: GoalHandle
+    generation: int
+    started_at: float
+    by: str
+    trackers: list[str] = field(default_factory=list)
+    deadline: float | None = None
+    stop_request: tuple[str, str] | None = None  # (outcome, reason)
+    conclusions: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Pending:
+    handle: GoalHandle
+    tool: str
+    goal: SkillGoal
+    by: str
+
+
+_action_ids = itertools.count(1)
+
+
+def new_action_id() -> str:
+    return f"a{next(_action_ids)}"
+
+
+class SkillExecutor:
+    def __init__(
+        self,
+        bus: Bus,
+        clock: Clock,
+        tools: Mapping[str, Tool],
+        ports: Mapping[str, Any],
+        trackers: TrackerPort | None = None,
+        node: str = "skills",
+    ) -> None:
+        self.bus = bus
+        self.clock = clock
+        self.tools = dict(tools)
+        self.specs = usable_tools(self.tools)
+        # operator-only skills (no description) are still executable, just not offered
+        self.all_specs = {n: t.spec(n) for n, t in self.tools.items()}
+        self.ports = ports
+        self.trackers = trackers
+        self._lock = threading.Lock()
+        self.generation = 1
+        self._pending: list[_Pending] = []
+        self.running: dict[str, RunningAction] = {}
+        self._events = bus.publisher(names.SKILL_EVENTS, names.T_AGENT_EVENT, QoS(depth=200),
+                                     node=node)
+        self._gen_pub = bus.publisher(names.EXECUTOR_GENERATION, names.T_GENERATION, LATCHED,
+                                      node=node)
+        self._gen_pub.publish(Generation(self.generation, "start"))
+        for name in self.tools:
+            bus.create_action_server(
+                ActionServer(
+                    names.skill_action(name), names.T_SKILL_ACTION,
+                    on_goal=lambda h, n=name: self._on_goal(n, h),
+                    on_cancel=self._on_cancel,
+                    rejected_result=lambda reason: SkillResult("", "refused", reason),
+                ),
+                node=node,
+            )
+        bus.create_service(names.TOOL_CATALOGUE, names.T_TOOL_CATALOGUE,
+                           lambda _req: [s.as_dict() for s in self.specs.values()], node=node)
+        bus.create_service(names.EXECUTOR_ADVANCE, names.T_ADVANCE_GENERATION,
+                           self._srv_advance, node=node)
+        bus.create_service(names.SKILL_CONCLUDE, names.T_CONCLUDE, self._srv_conclude,
+                           node=node)
+        self.ticks = 0
+
+    # events ---------------------------------------------------------------------------------
+    def _emit(self, kind: str, **data: Any) -> None:
+        self._events.publish(AgentEvent(self.clock.wall(), kind, data))
+
+    # generation -----------------------------------------------------------------------------
+    def advance_generation(self, reason: str, by: str = "agent") -> int:
+        """Cancel / reset / takeover: every goal decided before this is refused from now on, and
+        every running action is stopped at the next tick."""
+        with self._lock:
+            self.generation += 1
+            gen = self.generation
+            for ra in self.running.values():
+                if ra.stop_request is None:
+                    ra.stop_request = ("stopped", f"{reason} (generation advanced to {gen})")
+        self._gen_pub.publish(Generation(gen, reason))
+        self._emit("generation_advanced", generation=gen, reason=reason, by=by)
+        return gen
+
+    def _srv_advance(self, req: Mapping[str, Any]) -> int:
+        return self.advance_generation(str(req.get("reason", "")), str(req.get("by", "agent")))
+
+    def _srv_conclude(self, req: Mapping[str, Any]) -> dict[str, Any]:
+        """The harness ends an action as a monitor rule or tripwire decided: outcome
+        succeeded|failed.  Refused if the action is gone or the generation is stale."""
+        action_id = str(req.get("action_id", ""))
+        outcome = str(req.get("outcome", ""))
+        reason = str(req.get("reason", ""))
+        gen = int(req.get("generation", -1))
+        if outcome not in ("succeeded", "failed", "stopped"):
+            return {"ok": False, "reason": f"outcome must be succeeded|failed|stopped, "
+                                           f"got {outcome!r}"}
+        with self._lock:
+            if gen < self.generation:
+                return {"ok": False, "reason": f"stale generation {gen} < {self.generation}"}
+            ra = self.running.get(action_id)
+            if ra is None:
+                return {"ok": False, "reason": f"action {action_id} is not running"}
+            if ra.stop_request is None:
+                ra.stop_request = (outcome, reason)
+            else:
+                ra.conclusions.append(reason)
+        return {"ok": True, "reason": ""}
+
+    # goals ----------------------------------------------------------------------------------
+    def _on_goal(self, tool: str, handle: GoalHandle) -> str | None:
+        goal = handle.goal
+        if not isinstance(goal, SkillGoal):
+            return f"goal for {tool} must be a SkillGoal, got {type(goal).__name__}"
+        by = "operator" if goal.action_id.startswith("op") else "agent"
+        with self._lock:
+            if goal.generation < self.generation:
+                return (f"refused: stale generation {goal.generation} (current "
+                        f"{self.generation}); a cancel, reset or operator takeover came after "
+                        f"this decision")
+            if goal.generation > self.generation:
+                return (f"refused: generation {goal.generation} is ahead of the executor's "
+                        f"{self.generation}")
+            spec = self.all_specs[tool]
+            err = validate_params(spec, goal.params)
+            if err:
+                return err
+            busy = self._conflict(spec)
+            if busy:
+                return busy
+            self._pending.append(_Pending(handle, tool, goal, by))
+        return None
+
+    def _conflict(self, spec: ToolSpec) -> str:
+        claimed = {r for p in self._pending for r in self.all_specs[p.tool].resources}
+        for ra in self.running.values():
+            if ra.stop_request is None:
+                claimed.update(ra.spec.resources)
+        both = claimed.intersection(spec.resources)
+        if both:
+            who = [f"{ra.action_id} ({ra.tool})" for ra in self.running.values()
+                   if set(ra.spec.resources) & both] or ["a starting action"]
+            return (f"refused: {', '.join(sorted(both))} busy with {', '.join(who)}; "
+                    "stop it first or wait for it to end")
+        return ""
+
+    def _on_cancel(self, handle: GoalHandle) -> bool:
+        with self._lock:
+            for p in self._pending:
+                if p.handle is handle:
+                    self._pending.remove(p)
+                    handle.canceled(SkillResult(p.goal.action_id, "stopped",
+                                                "cancelled before it started"))
+                    return True
+            for ra in self.running.values():
+                if ra.handle is handle:
+                    if ra.stop_request is None:
+                        ra.stop_request = ("stopped", "cancel requested")
+                    return True
+        return False
+
+    def stop_all(self, reason: str) -> None:
+        with self._lock:
+            for ra in self.running.values():
+                if ra.stop_request is None:
+                    ra.stop_request = ("stopped", reason)
+
+    # the control loop -----------------------------------------------------------------------
+    def tick(self) -> None:
+        """One control period: start pending skills, stop requested ones, enforce deadlines and
+        tick the rest.  Never raises: a skill's exception fails that skill only."""
+        self.ticks += 1
+        now = self.clock.now()
+        with self._lock:
+            pending, self._pending = self._pending, []
+        for p in pending:
+            self._start(p, now)
+        for ra in list(self.running.values()):
+            self._step(ra, now)
+
+    def _start(self, p: _Pending, now: float) -> None:
+        goal = p.goal
+        with self._lock:
+            gen = self.generation
+        if goal.generation < gen:
+            p.handle.abort(SkillResult(goal.action_id, "refused",
+                                       f"refused: stale generation {goal.generation} (current "
+                                       f"{gen}) by the time it was due to start"))
+            return
+        spec = self.all_specs[p.tool]
+        tool = self.tools[p.tool]
+        params = {**goal.params, **dict(tool.bound)}
+        t0 = now
+        started_trackers: list[str] = []
+        target_area: float | None = None
+        if self.trackers is not None:
+            for req in tool.skill.services_for(params):
+                pt = params.get(req.point_param)
+                if not (isinstance(pt, (list, tuple)) and len(pt) == 2):
+                    continue
+                try:
+                    res = self.trackers.start(req, (float(pt[0]), float(pt[1])))
+                except Exception as e:  # a tracker failure refuses the call, never escapes
+                    self._stop_trackers(started_trackers + [req.field])
+                    p.handle.abort(SkillResult(goal.action_id, "refused",
+                                               f"tracker {req.field} failed to start: {e}"))
+                    return
+                started_trackers.append(req.field)
+                self._emit("service_started", by=p.by, module=req.field.split(".")[0],
+                           field=req.field, params={"point": list(pt), **req.params},
+                           action_id=goal.action_id)
+                if spec.max_target_area is not None:
+                    target_area = res.area_fraction
+                    if res.area_fraction is None or res.area_fraction > spec.max_target_area:
+                        self._stop_trackers(started_trackers, by=p.by)
+                        shown = ("no mask" if res.area_fraction is None
+                                 else f"a mask over {res.area_fraction:.1%} of the image")
+                        reason = (f"refused: the point selected {shown}; the target may cover "
+                                  f"at most {spec.max_target_area:.1%}. The point probably "
+                                  "missed the object: point again at its centre.")
+                        self._emit("target_rejected", tool=p.tool, action_id=goal.action_id,
+                                   target_area=res.area_fraction, reason=reason)
+                        p.handle.abort(SkillResult(goal.action_id, "refused", reason,
+                                                   {"target_area": res.area_fraction}))
+                        return
+        ctx = SkillContext(self.clock, self.ports, emit=lambda k, d: self._emit(k, **d),
+                           action_id=goal.action_id, generation=goal.generation)
+        try:
+            skill = tool.skill(params, ctx)
+            skill.start()
+        except SkillFailed as e:
+            self._stop_trackers(started_trackers, by=p.by)
+            p.handle.abort(SkillResult(goal.action_id, "failed", e.reason))
+            self._emit("skill_ended", skill=p.tool, action_id=goal.action_id, outcome="failed",
+                       reason=e.reason)
+            return
+        except Exception as e:
+            self._stop_trackers(started_trackers, by=p.by)
+            p.handle.abort(SkillResult(goal.action_id, "failed",
+                                       f"skill {p.tool} could not start: {e!r}"))
+            return
+        deadline = now + spec.max_duration_s if spec.max_duration_s else None
+        ra = RunningAction(goal.action_id, p.tool, spec, skill, p.handle, goal.generation, now,
+                           p.by, started_trackers, deadline)
+        with self._lock:
+            self.running[ra.action_id] = ra
+        p.handle.execute()
+        p.handle.publish_feedback(SkillFeedback(ra.action_id, "started", 0.0))
+        data: dict[str, Any] = {"skill": p.tool, "params": goal.params,
+                                "action_id": ra.action_id, "generation": goal.generation,
+                                "start_s": round(self.clock.now() - t0, 4)}
+        if spec.max_target_area is not None:
+            data["target_area"] = target_area
+        self._emit("skill_started", by=p.by, **data)
+        if skill.done:
+            self._end(ra, "succeeded", skill.result.get("reason", ""), now)
+
+    def _step(self, ra: RunningAction, now: float) -> None:
+        with self._lock:
+            req = ra.stop_request
+        if req is not None:
+            outcome, reason = req
+            self._halt(ra, reason)
+            self._end(ra, outcome, reason, now)
+            return
+        if ra.deadline is not None and now >= ra.deadline:
+            reason = f"ran its limit of {ra.spec.max_duration_s:g} s"
+            self._halt(ra, reason)
+            self._end(ra, "timed_out", reason, now)
+            return
+        try:
+            ra.skill.tick()
+        except SkillFailed as e:
+            self._halt(ra, e.reason)
+            self._end(ra, "failed", e.reason, now)
+            return
+        except Exception as e:
+            reason = f"skill {ra.tool} raised {type(e).__name__}: {e}"
+            self._emit("skill_error", action_id=ra.action_id, skill=ra.tool,
+                       traceback=traceback.format_exc(limit=5))
+            self._halt(ra, reason)
+            self._end(ra, "failed", reason, now)
+            return
+        if ra.skill.done:
+            self._end(ra, "succeeded", str(ra.skill.result.get("reason", "")), now)
+            return
+        ra.handle.publish_feedback(SkillFeedback(ra.action_id, ra.skill.phase,
+                                                 ra.skill.progress))
+
+    def _halt(self, ra: RunningAction, reason: str) -> None:
+        self._emit("skill_stop", by="agent" if ra.by == "agent" else ra.by, skill=ra.tool,
+                   action_id=ra.action_id, reason=reason)
+        try:
+            ra.skill.on_stop(reason)
+        except Exception as e:  # stopping must not fail the loop
+            self._emit("skill_error", action_id=ra.action_id, skill=ra.tool,
+                       error=f"on_stop raised {e!r}")
+
+    def _end(self, ra: RunningAction, outcome: str, reason: str, now: float) -> None:
+        with self._lock:
+            self.running.pop(ra.action_id, None)
+            still_read = {f for other in self.running.values() for f in other.trackers}
+        self._stop_trackers([f for f in ra.trackers if f not in still_read], by=ra.by)
+        data = dict(ra.skill.result)
+        if ra.conclusions:
+            data["skill_reasons"] = list(ra.conclusions)
+        result = SkillResult(ra.action_id, outcome, reason, data)
+        self._emit("skill_ended", skill=ra.tool, action_id=ra.action_id, outcome=outcome,
+                   reason=reason, duration_s=round(now - ra.started_at, 3))
+        if outcome == "succeeded":
+            ra.handle.succeed(result)
+        elif outcome == "stopped":
+            ra.handle.canceled(result)
+        else:
+            ra.handle.abort(result)
+
+    def _stop_trackers(self, fields: list[str], by: str = "agent") -> None:
+        if self.trackers is None:
+            return
+        for f in fields:
+            try:
+                self.trackers.stop(f)
+            except Exception:
+                pass
+            self._emit("service_stopped", by=by, field=f)
+
+    @property
+    def busy(self) -> bool:
+        with self._lock:
+            return bool(self.running or self._pending)
+
+
+def tool_schema(spec: ToolSpec) -> dict[str, Any]:
+    """The schema the model sees: the skill's params, plus ``observation_id`` when it takes
+    image points, plus the optional ``watch_for`` conditions."""
+    schema = dict(spec.parameters)
+    props = dict(schema.get("properties", {}))
+    required = list(schema.get("required", []))
+    if spec.image_points:
+        props["observation_id"] = {
+            "type": "string",
+            "description": "The id of the image the points were read from (e.g. obs-12).",
+        }
+        if "observation_id" not in required:
+            required.append("observation_id")
+    props["watch_for"] = {
+        "type": "array", "items": {"type": "string", "minLength": 3, "maxLength": 300},
+        "maxItems": 3,
+        "description": "Optional conditions the monitor checks from 6 s into the action; each "
+                       "must be false while the action goes as it should.",
+    }
+    schema["properties"] = props
+    schema["required"] = required
+    schema.setdefault("type", "object")
+    return schema
+
+
+def validate_params(spec: ToolSpec, params: Mapping[str, Any], *, model_facing: bool = False
+                    ) -> str:
+    """'' if params satisfy the skill's schema, else a reason naming the bad field."""
+    schema = tool_schema(spec) if model_facing else spec.parameters
+    try:
+        jsonschema.validate(dict(params), schema)
+    except jsonschema.ValidationError as e:
+        where = "/".join(str(p) for p in e.absolute_path) or "(arguments)"
+        return f"invalid arguments for {spec.name} at {where}: {e.message}"
+    except jsonschema.SchemaError as e:  # a skill bug, reported, not raised
+        return f"tool {spec.name} has an invalid parameter schema: {e.message}"
+    return ""
+
+
+def log_sink(emit: Callable[[str, dict[str, Any]], None]) -> Callable[[AgentEvent], None]:
+    return lambda ev: emit(ev.kind, ev.data)
+
+
+__all__ = ["GoalStatus", "SkillExecutor", "TrackerPort", "TrackerResult", "tool_schema",
+           "validate_params", "new_action_id"]

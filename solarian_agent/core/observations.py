@@ -1,0 +1,141 @@
+"""Planner observations: every image the planner sees has an id, and points read off it map
+back to capture pixels of the tool's camera — refused if the image is too old or was taken
+before the robot last moved (seed 003, ``image_points``)."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..perception import images as im
+from .clock import Clock
+from .errors import StaleObservationError, ToolCallRejected
+from .messages import Image, JointState
+
+
+@dataclass(frozen=True)
+class Observation:
+    id: str
+    camera: str
+    capture_stamp: float  # when the frame was captured (clock seconds)
+    seq: int
+    scaling: im.Scaling
+    data: bytes  # encoded as sent to the model (grid and overlays included)
+    media_type: str
+    frame: Image  # the capture itself (shared, read-only)
+
+    @property
+    def width(self) -> int:
+        return self.scaling.sent_w
+
+    @property
+    def height(self) -> int:
+        return self.scaling.sent_h
+
+    @property
+    def file_name(self) -> str:
+        ext = "png" if self.media_type == "image/png" else "jpg"
+        return f"{self.id}_{self.camera.replace('/', '_')}.{ext}"
+
+
+class MotionTracker:
+    """When did the robot last move?  Fed with joint states; a joint counts as moving when it
+    changed by more than ``eps`` (rad, or m for the gripper) since the last reading."""
+
+    def __init__(self, eps: float = 2e-3) -> None:
+        self.eps = eps
+        self._last: tuple[float, ...] | None = None
+        self.last_moved: float = float("-inf")
+
+    def update(self, js: JointState) -> None:
+        pos = tuple(js.position)
+        if self._last is not None and len(pos) == len(self._last):
+            if any(abs(a - b) > self.eps for a, b in zip(pos, self._last, strict=True)):
+                self.last_moved = js.stamp
+                self._last = pos
+        else:
+            self._last = pos
+
+
+Overlay = Callable[[np.ndarray, Image], np.ndarray]
+
+
+class ObservationStore:
+    def __init__(
+        self,
+        clock: Clock,
+        image_max_side: int,
+        max_point_age_s: float,
+        grid: bool = True,
+        keep: int = 64,
+    ) -> None:
+        self.clock = clock
+        self.image_max_side = image_max_side
+        self.max_point_age_s = max_point_age_s
+        self.grid = grid
+        self.keep = keep
+        self.motion = MotionTracker()
+        self._ids = itertools.count(1)
+        self._obs: OrderedDict[str, Observation] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, camera: str, frame: Image, overlays: Sequence[Overlay] = ()) -> Observation:
+        img, scaling = im.resize_max_side(frame.data, self.image_max_side)
+        for ov in overlays:
+            img = ov(img, frame)
+        if self.grid:
+            img = im.draw_grid(img)
+        data, mt = im.encode(img)
+        obs = Observation(f"obs-{next(self._ids)}", camera, frame.stamp, frame.seq, scaling,
+                          data, mt, frame)
+        with self._lock:
+            self._obs[obs.id] = obs
+            while len(self._obs) > self.keep:
+                self._obs.popitem(last=False)
+        return obs
+
+    def get(self, obs_id: str) -> Observation | None:
+        with self._lock:
+            return self._obs.get(obs_id)
+
+    def newest(self, camera: str) -> Observation | None:
+        with self._lock:
+            for o in reversed(self._obs.values()):
+                if o.camera == camera:
+                    return o
+        return None
+
+    def map_point(self, obs_id: str, point: Sequence[float], camera: str | None,
+                  param: str = "point") -> tuple[float, float]:
+        """Sent-image pixels → capture pixels, with the seed's refusals."""
+        obs = self.get(obs_id)
+        if obs is None:
+            raise ToolCallRejected(f"{param}: unknown observation_id {obs_id!r}; use the id "
+                                   "printed with the image you read the point from")
+        if camera is not None and obs.camera != camera:
+            raise ToolCallRejected(f"{param}: this tool points in the {camera} image, but "
+                                   f"{obs_id} is from {obs.camera}")
+        if (not isinstance(point, (list, tuple)) or len(point) != 2
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                           for v in point)):
+            raise ToolCallRejected(f"{param} must be [x, y] pixels, got {point!r}")
+        x, y = float(point[0]), float(point[1])
+        if not (0 <= x < obs.width and 0 <= y < obs.height):
+            raise ToolCallRejected(f"{param} [{x:g}, {y:g}] is outside {obs_id} "
+                                   f"({obs.width}x{obs.height} px)")
+        now = self.clock.now()
+        age = now - obs.capture_stamp
+        if age > self.max_point_age_s:
+            raise StaleObservationError(
+                f"{param}: {obs_id} is {age:.1f} s old (max_point_age_s is "
+                f"{self.max_point_age_s:g}); observe again and point in the new image")
+        if obs.capture_stamp < self.motion.last_moved:
+            raise StaleObservationError(
+                f"{param}: {obs_id} was taken before the robot last moved; observe again and "
+                "point in the new image")
+        return obs.scaling.to_capture(x, y)

@@ -1,0 +1,157 @@
+"""The plan queue the harness runs (seed 003).
+
+Each ``update_plan`` step may carry the tool and args that carry it out.  When an action
+succeeds and nothing else runs, the harness marks its step done and starts the next step whose
+call is complete, without calling the planner.  It wakes the planner only when the next step
+needs a point in a fresh image (a tool with image_points), has no tool (checking the result is
+the planner's), cannot start, or when every step is done.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+STEP_STATUSES = ("pending", "running", "done", "failed", "skipped")
+
+
+@dataclass
+class PlanStep:
+    index: int
+    description: str
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+    status: str = "pending"
+    action_id: str | None = None
+    failures: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"step": self.index, "description": self.description,
+                             "status": self.status}
+        if self.tool:
+            d["tool"] = self.tool
+        if self.args is not None:
+            d["args"] = self.args
+        if self.action_id:
+            d["action_id"] = self.action_id
+        return d
+
+
+PLAN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "steps": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 50,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "description": {"type": "string", "minLength": 1, "maxLength": 500},
+                    "tool": {"type": "string"},
+                    "args": {"type": "object"},
+                    "status": {"enum": ["pending", "done", "skipped"]},
+                },
+                "required": ["description"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["steps"],
+    "additionalProperties": False,
+}
+
+
+@dataclass
+class NextStep:
+    """What the queue wants after an action ended: start ``step``, or wake the planner."""
+
+    step: PlanStep | None
+    wake_reason: str = ""  # why the planner must be woken ('' when a step can start)
+
+
+@dataclass
+class PlanQueue:
+    steps: list[PlanStep] = field(default_factory=list)
+
+    def replace(self, steps: list[dict[str, Any]]) -> None:
+        """Replace the plan.  A step identical to a running one keeps its action."""
+        running = {(s.description, s.tool): s for s in self.steps if s.status == "running"}
+        new: list[PlanStep] = []
+        for i, raw in enumerate(steps, start=1):
+            st = PlanStep(i, str(raw["description"]), raw.get("tool"), raw.get("args"),
+                          str(raw.get("status", "pending")))
+            old = running.pop((st.description, st.tool), None)
+            if old is not None and st.status == "pending":
+                st.status, st.action_id = "running", old.action_id
+            new.append(st)
+        self.steps = new
+
+    def claim(self, tool: str, action_id: str) -> PlanStep | None:
+        """An action the planner starts itself takes the first unfinished step naming its tool."""
+        for s in self.steps:
+            if s.status == "pending" and s.tool == tool:
+                s.status, s.action_id = "running", action_id
+                return s
+        return None
+
+    def step_of(self, action_id: str) -> PlanStep | None:
+        return next((s for s in self.steps if s.action_id == action_id), None)
+
+    def action_ended(self, action_id: str, outcome: str) -> PlanStep | None:
+        s = self.step_of(action_id)
+        if s is None:
+            return None
+        if outcome == "succeeded":
+            s.status = "done"
+            s.failures = 0
+        else:
+            s.status = "pending"  # the queue waits for the planner's reply
+            s.failures += 1
+        return s
+
+    def carry_on(self, action_id: str, new_action_id: str) -> None:
+        """A ``then`` follow-up carries the action's plan step on."""
+        s = self.step_of(action_id)
+        if s is not None:
+            s.status, s.action_id = "running", new_action_id
+
+    def next_step(self, needs_point: set[str], known_tools: set[str]) -> NextStep:
+        for s in self.steps:
+            if s.status in ("done", "skipped", "running"):
+                continue
+            if not s.tool:
+                return NextStep(None, f"plan step {s.index} ({s.description!r}) has no tool: "
+                                      "checking the result is yours")
+            if s.tool not in known_tools:
+                return NextStep(None, f"plan step {s.index} names unknown tool {s.tool!r}")
+            if s.tool in needs_point:
+                return NextStep(None, f"plan step {s.index} ({s.tool}) needs a point in a "
+                                      "fresh image")
+            return NextStep(s)
+        if self.steps:
+            return NextStep(None, "every plan step is done")
+        return NextStep(None, "there is no plan")
+
+    @property
+    def running(self) -> list[PlanStep]:
+        return [s for s in self.steps if s.status == "running"]
+
+    def as_list(self) -> list[dict[str, Any]]:
+        return [s.as_dict() for s in self.steps]
+
+    def render(self) -> str:
+        if not self.steps:
+            return "(no plan yet)"
+        lines = []
+        for s in self.steps:
+            call = f" -> {s.tool}({_short(s.args)})" if s.tool else ""
+            act = f" [{s.action_id}]" if s.action_id and s.status == "running" else ""
+            lines.append(f"{s.index}. [{s.status}] {s.description}{call}{act}")
+        return "\n".join(lines)
+
+
+def _short(args: dict[str, Any] | None) -> str:
+    if not args:
+        return ""
+    return ", ".join(f"{k}={v!r}" for k, v in args.items())[:120]

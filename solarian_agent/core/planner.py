@@ -1,0 +1,1128 @@
+"""The planner harness (seed 003, "How a run goes").
+
+The planner wakes on a message, an action failing / stopping / timing out, a monitor flag, an
+operator event, a plan step that needs it, or the optional heartbeat.  It sees the task, what
+happened, the plan, the newest camera images (with ids) and the readings, and calls
+``update_plan, observe, <skill tools>, stop_action, ask_user, finish_task``.
+
+A skill tool returns as soon as the skill has started, and a reply that starts one ends the
+turn.  A call the harness refuses, or an ``observe``, is answered at once, so the planner can
+retry or look.  The plan is a queue the harness runs (see :mod:`.plan`).
+
+Concurrency: :meth:`Planner.tick` runs on the runtime's loop (in ROS: a timer in the planner
+node).  Model calls run on a :class:`ModelCaller` worker and are only *polled* from ``tick``, so
+the control path never waits on a model.  Goal results arrive on whatever thread ends the goal
+and are only *queued* here (a bounded :class:`EventQueue`); they are handled in ``tick``.  A
+reply that arrives after the run's generation changed (cancel, reset, takeover) is discarded
+unexecuted, and any goal it had sent is refused by the executor for the same reason.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+
+from ..models.base import (
+    ImagePart,
+    Message,
+    ModelError,
+    ModelProvider,
+    ModelReply,
+    ModelRequest,
+    TextPart,
+    ToolCall,
+    ToolDef,
+)
+from . import names
+from .clock import Clock
+from .config import AgentConfig
+from .episode_log import EpisodeLog, Recorder, slug
+from .errors import ToolCallRejected
+from .events import Event, EventQueue
+from .executor import new_action_id, tool_schema, validate_params
+from .messages import (
+    AgentEvent,
+    AgentState,
+    Generation,
+    Image,
+    JointState,
+    MonitorVerdict,
+    OperatorEvent,
+    SkillGoal,
+    SkillResult,
+)
+from .observations import Observation, ObservationStore
+from .plan import PLAN_SCHEMA, PlanQueue
+from .skill import ToolSpec
+from .transport import LATCHED, Bus, GoalHandle, GoalStatus, QoS
+
+HARNESS_INSTRUCTIONS = """\
+You are the planner of a robot.  You act only through tools.
+- A skill tool returns as soon as the skill has started and ends your turn; you are woken when
+  it ends, fails, times out or the monitor flags something.  Refused calls and observe are
+  answered at once.
+- update_plan: keep a plan.  Steps may carry the tool and args that carry them out; when an
+  action succeeds and nothing else runs, the harness starts the next complete step without you.
+  Steps whose tool takes image points need you to point in a fresh image.
+- Points are [x, y] pixels in an image you were shown; pass its observation_id.  A point on an
+  image taken before the robot last moved is refused: observe first.
+- A monitor flag can be wrong: check it against the newest image before stopping an action.
+  A controller check is reliable.
+- A timeout is not a failure: look at the newest image before undoing anything.
+- When the task is done and checked in a fresh image, call finish_task.
+"""
+
+PLANNER_TOOLS: dict[str, ToolDef] = {
+    "update_plan": ToolDef("update_plan",
+                           "Replace the plan: a list of steps, each with a description and "
+                           "optionally the tool and args that carry it out.", PLAN_SCHEMA),
+    "observe": ToolDef("observe",
+                       "Take fresh images now (all agent cameras, or the ones named). Answered "
+                       "at once with new observation ids.",
+                       {"type": "object", "properties": {"cameras": {
+                           "type": "array", "items": {"type": "string"}}},
+                        "additionalProperties": False}),
+    "stop_action": ToolDef("stop_action", "Stop a running action by its id.",
+                           {"type": "object", "properties": {
+                               "action_id": {"type": "string"},
+                               "reason": {"type": "string", "maxLength": 300}},
+                            "required": ["action_id"], "additionalProperties": False}),
+    "ask_user": ToolDef("ask_user", "Ask the operator a question; the run waits for the answer.",
+                        {"type": "object", "properties": {
+                            "question": {"type": "string", "minLength": 1, "maxLength": 2000}},
+                         "required": ["question"], "additionalProperties": False}),
+    "finish_task": ToolDef("finish_task",
+                           "End the run: the task is done (checked in a fresh image) or cannot "
+                           "be done.",
+                           {"type": "object", "properties": {
+                               "summary": {"type": "string", "maxLength": 2000},
+                               "success": {"type": "boolean"}},
+                            "required": ["summary", "success"], "additionalProperties": False}),
+}
+
+RUN_STATUSES = ("idle", "running", "paused", "waiting_user", "succeeded", "failed",
+                "cancelled", "budget_exhausted")
+
+
+class ModelCaller:
+    """Runs model calls off the control path.  ``submit`` never blocks."""
+
+    def submit(self, fn: Callable[[], ModelReply]) -> cf.Future[ModelReply]:
+        raise NotImplementedError
+
+    def shutdown(self) -> None:
+        pass
+
+
+class ThreadCaller(ModelCaller):
+    def __init__(self, workers: int = 2) -> None:
+        self._pool = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="model")
+
+    def submit(self, fn: Callable[[], ModelReply]) -> cf.Future[ModelReply]:
+        return self._pool.submit(fn)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class InlineCaller(ModelCaller):
+    """Completes the call at once (offline providers, deterministic tests); the result is still
+    only handled at the next ``tick``, exactly as a threaded call's would be."""
+
+    def submit(self, fn: Callable[[], ModelReply]) -> cf.Future[ModelReply]:
+        fut: cf.Future[ModelReply] = cf.Future()
+        try:
+            fut.set_result(fn())
+        except BaseException as e:  # handed over to tick(), which turns it into an error
+            fut.set_exception(e)
+        return fut
+
+
+@dataclass
+class _PendingStart:
+    call: ToolCall
+    handle: GoalHandle
+    action_id: str
+    tool: str
+    sent_at: float
+
+
+@dataclass
+class _Turn:
+    """The planner call in flight and the reply's calls awaiting their skill to start."""
+
+    generation: int
+    future: cf.Future[ModelReply] | None = None
+    turn_file: str = ""
+    started_at: float = 0.0
+    wall_start: float = 0.0
+    request: ModelRequest | None = None
+    pending: list[_PendingStart] = field(default_factory=list)
+    results: dict[str, Message] = field(default_factory=dict)
+    call_order: list[str] = field(default_factory=list)
+    started_any: bool = False
+    ended: bool = False
+
+
+@dataclass
+class ActionInfo:
+    action_id: str
+    tool: str
+    params: dict[str, Any]
+    started_at: float
+    handle: GoalHandle
+    watched: bool
+    step: int | None = None
+
+
+class Planner:
+    def __init__(
+        self,
+        bus: Bus,
+        clock: Clock,
+        config: AgentConfig,
+        provider: ModelProvider,
+        *,
+        recorder: Recorder | None = None,
+        caller: ModelCaller | None = None,
+        cameras: list[str] | None = None,
+        readings: Callable[[JointState | None], dict[str, dict[str, float]]] | None = None,
+        on_agent_idle: Callable[[], None] | None = None,
+        image_overlays: list[Callable[[Any, Image], Any]] | None = None,
+        node: str = "planner",
+    ) -> None:
+        self.bus = bus
+        self.clock = clock
+        self.config = config
+        self.provider = provider
+        self.recorder = recorder
+        self.caller = caller or ThreadCaller()
+        self.cameras = list(cameras if cameras is not None else config.cameras)
+        self._readings_fn = readings
+        self.on_agent_idle = on_agent_idle
+        self.image_overlays = list(image_overlays or [])
+        side = min(config.image_max_side, int(getattr(provider, "max_image_side", 10_000)))
+        self.observations = ObservationStore(clock, side, config.max_point_age_s,
+                                             grid=config.image_grid)
+        self.events = EventQueue(config.events.queue_size, config.events.overflow)
+        self._lock = threading.Lock()
+
+        self.status = "idle"
+        self.task = ""
+        self.run_id = ""
+        self.run_started_at = 0.0
+        self.generation = 1
+        self.turns = 0
+        self.usage_total: dict[str, int] = {}
+        self.messages: list[Message] = []
+        self.plan = PlanQueue()
+        self.actions: dict[str, ActionInfo] = {}
+        self.followups: dict[str, tuple[str, str]] = {}  # action_id -> (tool, decision)
+        self.woken_for_fail: set[str] = set()
+        self.escalated: set[tuple[str, str]] = set()
+        self.news: list[str] = []
+        self.wake_reasons: list[str] = []
+        self.operator_actions: list[str] = []
+        self.conversation: list[dict[str, Any]] = []
+        self.turn: _Turn | None = None
+        self.continue_turn = False
+        self.text_only_replies = 0
+        self.last_activity = clock.now()
+        self.log: EpisodeLog | None = None
+        self.summary = ""
+        self.tool_failures: dict[str, int] = {}
+        self._deferred: list[Event] = []
+        self._turn_cursor: int | None = None  # after run_continued: log only newer messages
+
+        # graph endpoints ----------------------------------------------------------------
+        self._state_pub = bus.publisher(names.AGENT_STATE, names.T_AGENT_STATE, LATCHED,
+                                        node=node)
+        self._event_pub = bus.publisher(names.AGENT_EVENTS, names.T_AGENT_EVENT, QoS(depth=200),
+                                        node=node)
+        self._view_pub = bus.publisher(names.AGENT_VIEW, names.T_IMAGE, QoS(depth=1), node=node)
+        self._frames = {c: bus.subscribe(names.image_topic(c), names.T_IMAGE, qos=QoS(depth=1),
+                                         node=node) for c in self.cameras}
+        self._joints = bus.subscribe(names.JOINT_STATES, names.T_JOINT_STATE,
+                                     callback=self.observations.motion.update, qos=QoS(depth=1),
+                                     node=node)
+        bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=self._on_skill_event,
+                      qos=QoS(depth=200), node=node)
+        bus.subscribe(names.MONITOR_VERDICTS, names.T_MONITOR_VERDICT,
+                      callback=self._on_verdict, qos=QoS(depth=100), node=node)
+        bus.subscribe(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT,
+                      callback=self._on_operator, qos=QoS(depth=100), node=node)
+        self._gen_sub = bus.subscribe(names.EXECUTOR_GENERATION, names.T_GENERATION,
+                                      qos=LATCHED, node=node)
+        bus.create_service(names.AGENT_MESSAGE, names.T_AGENT_COMMAND,
+                           lambda req: self.message(str(req.get("text", ""))), node=node)
+        bus.create_service(names.AGENT_CANCEL, names.T_AGENT_COMMAND,
+                           lambda req: self.cancel(str(req.get("by", "operator"))), node=node)
+        bus.create_service(names.AGENT_RESET, names.T_AGENT_COMMAND,
+                           lambda req: self.reset(str(req.get("by", "operator"))), node=node)
+        self._specs: dict[str, ToolSpec] | None = None
+
+    # ------------------------------------------------------------------------------------
+    # tools
+    # ------------------------------------------------------------------------------------
+    @property
+    def specs(self) -> dict[str, ToolSpec]:
+        if self._specs is None:
+            raw = self.bus.call(names.TOOL_CATALOGUE, {}, timeout_s=5.0)
+            self._specs = {d["name"]: _spec_from_dict(d) for d in raw}
+        return self._specs
+
+    def tool_defs(self) -> list[ToolDef]:
+        defs = list(PLANNER_TOOLS.values())
+        for spec in self.specs.values():
+            defs.append(ToolDef(spec.name, _describe(spec), tool_schema(spec)))
+        return defs
+
+    # ------------------------------------------------------------------------------------
+    # inputs (any thread): only queue, never act
+    # ------------------------------------------------------------------------------------
+    def message(self, text: str, by: str = "user") -> dict[str, Any]:
+        text = text.strip()
+        if not text:
+            return {"ok": False, "reason": "empty message"}
+        if text in ("/cancel", "/reset"):
+            return self.cancel(by) if text == "/cancel" else self.reset(by)
+        self.events.put(Event("user", "chat", text, {"by": by}, "queue", "message",
+                              self.clock.now()))
+        return {"ok": True, "reason": ""}
+
+    def cancel(self, by: str = "operator") -> dict[str, Any]:
+        self.events.put(Event("user", "ui", "cancel", {"by": by}, "interrupt", "cancel",
+                              self.clock.now()))
+        return {"ok": True, "reason": ""}
+
+    def reset(self, by: str = "operator") -> dict[str, Any]:
+        self.events.put(Event("user", "ui", "reset", {"by": by}, "interrupt", "reset",
+                              self.clock.now()))
+        return {"ok": True, "reason": ""}
+
+    def _on_operator(self, ev: OperatorEvent) -> None:
+        self.events.put(Event("operator", "teleop", ev.kind, dict(ev.detail), "interrupt",
+                              "operator", self.clock.now()))
+
+    def _on_verdict(self, v: MonitorVerdict) -> None:
+        self._log("monitor_answer", action_id=v.action_id, tool=v.tool, question=v.question,
+                  value=v.value, probability=v.probability, decision=v.decision,
+                  source=v.source, reason=v.reason)
+        if v.decision:
+            self.events.put(Event(v.source, "verdict", v.reason or v.value, {"verdict": v},
+                                  "interrupt" if v.decision == "fail" else "queue",
+                                  "monitor_flag", self.clock.now()))
+
+    def _on_skill_event(self, ev: AgentEvent) -> None:
+        data = dict(ev.data)
+        by = data.pop("by", None)
+        self._log(ev.kind, by=by, **data)
+
+    def _on_goal_done(self, handle: GoalHandle) -> None:
+        res = handle.result
+        if isinstance(res, SkillResult):
+            self.events.put(Event("skills", "action", res.outcome, {"result": res,
+                                                                     "goal": handle.goal},
+                                  "queue", "action_ended", self.clock.now()))
+
+    # ------------------------------------------------------------------------------------
+    # the loop
+    # ------------------------------------------------------------------------------------
+    def tick(self) -> None:
+        """Handle what arrived, poll the model call, start the next call if woken.  Never
+        raises: an internal error is logged and ends the run cleanly."""
+        try:
+            self._tick()
+        except Exception as e:  # nothing escapes into the spin loop
+            self._log("harness_error", error=f"{type(e).__name__}: {e}")
+            if self.status in ("running", "waiting_user", "paused"):
+                self._end_run("failed", f"harness error: {e}")
+
+    def _tick(self) -> None:
+        now = self.clock.now()
+        gen = self._gen_sub.latest()
+        for ev in self.events.drain():
+            self._handle_event(ev)
+        if self.turn is not None:
+            self._poll_turn()
+        if self._deferred and (self.turn is None or not self.turn.pending):
+            for ev in self._deferred:
+                self.events.put(ev)
+            self._deferred.clear()
+        if self.status != "running":
+            return
+        self._check_budgets(now)
+        if self.status != "running" or self.turn is not None:
+            return
+        hb = self.config.planner_heartbeat_s
+        if (hb is not None and self.actions and not self.wake_reasons
+                and now - self.last_activity >= hb):
+            self._wake("heartbeat")
+        if self.wake_reasons or self.continue_turn:
+            self._start_model_call()
+        del gen
+
+    # events ------------------------------------------------------------------------------
+    def _handle_event(self, ev: Event) -> None:
+        self.last_activity = self.clock.now()
+        if ev.kind == "message":
+            self._handle_message(ev)
+        elif ev.kind == "cancel":
+            self._handle_cancel(ev, forget=False)
+        elif ev.kind == "reset":
+            self._handle_cancel(ev, forget=True)
+        elif ev.kind == "operator":
+            self._handle_operator(ev)
+        elif ev.kind == "action_ended":
+            self._handle_action_ended(ev.context["result"], ev.context["goal"])
+        elif ev.kind == "monitor_flag":
+            self._handle_verdict(ev.context["verdict"])
+        else:
+            self.news.append(f"{ev.source}: {ev.content}")
+            self._wake(ev.kind or ev.source)
+
+    def _handle_message(self, ev: Event) -> None:
+        text = ev.content
+        self.conversation.append({"role": "user", "text": text, "by": ev.context.get("by")})
+        if self.status in ("idle", "succeeded", "failed", "cancelled", "budget_exhausted"):
+            self._start_run(text)
+            return
+        if self.status == "paused":
+            self._adopt_generation()
+            did = "; ".join(self.operator_actions) or "took over"
+            self.news.append(f"While the run was paused the operator: {did}.")
+            self.operator_actions.clear()
+            self.status = "running"
+            self._log("run_resumed", by="operator", generation=self.generation)
+        elif self.status == "waiting_user":
+            self.status = "running"
+        self.news.append(f"User: {text}")
+        self._wake("message")
+
+    def _handle_cancel(self, ev: Event, forget: bool) -> None:
+        by = str(ev.context.get("by", "operator"))
+        active = self.status in ("running", "paused", "waiting_user")
+        if active or self.actions:
+            self._advance_generation("reset" if forget else "cancel", by)
+        if active:
+            self._end_run("cancelled", "reset by the operator" if forget
+                          else "cancelled by the operator")
+        if forget:
+            self.messages.clear()
+            self.conversation.clear()
+            self.plan = PlanQueue()
+            self.task = ""
+            self._log("conversation_reset", by=by)
+        self._publish_state()
+
+    def _handle_operator(self, ev: Event) -> None:
+        desc = ev.content + (f" {json.dumps(ev.context, default=str)}" if ev.context else "")
+        self._log("operator_takeover", by="operator", action=ev.content, detail=ev.context)
+        self.operator_actions.append(desc)
+        if self.status in ("running", "waiting_user"):
+            self._advance_generation(f"operator {ev.content}", "operator")
+            self.status = "paused"
+            self._log("run_paused", by="operator", reason=desc)
+            self.turn = None  # a reply in flight belongs to the old generation: discarded
+            self.continue_turn = False
+            self.wake_reasons.clear()
+            self._publish_state()
+        elif self.status == "paused":
+            self._advance_generation(f"operator {ev.content}", "operator")
+
+    def _advance_generation(self, reason: str, by: str) -> None:
+        try:
+            gen = self.bus.call(names.EXECUTOR_ADVANCE, {"reason": reason, "by": by},
+                                timeout_s=2.0)
+            self.generation = int(gen)
+        except Exception as e:
+            # the executor is unreachable: we still never send with the old generation
+            self.generation += 1
+            self._log("harness_error", error=f"could not advance generation: {e}")
+
+    def _adopt_generation(self) -> None:
+        g = self._gen_sub.latest()
+        if isinstance(g, Generation) and g.value > self.generation:
+            self.generation = g.value
+
+    def _handle_action_ended(self, res: SkillResult, goal: SkillGoal) -> None:
+        if self.turn is not None and any(ps.action_id == res.action_id
+                                         for ps in self.turn.pending):
+            # the tool call that started it is still being answered: handle the end after it
+            self._deferred.append(Event("skills", "action", res.outcome,
+                                        {"result": res, "goal": goal}, "queue", "action_ended",
+                                        self.clock.now()))
+            return
+        info = self.actions.pop(res.action_id, None)
+        if info is None and res.outcome == "refused":
+            # refused before it started: the planner already got that as its tool result
+            self._log("action_refused", action_id=res.action_id, tool=goal.tool,
+                      reason=res.reason)
+            return
+        tool = info.tool if info else goal.tool
+        self._log("action_ended", action_id=res.action_id, tool=tool, outcome=res.outcome,
+                  reason=res.reason, data=res.data)
+        if self.status not in ("running", "waiting_user"):
+            return
+        step = self.plan.action_ended(res.action_id, res.outcome)
+        followup = self.followups.pop(res.action_id, None)
+        if res.outcome == "succeeded":
+            self.tool_failures[tool] = 0
+        elif res.outcome != "stopped":
+            self.tool_failures[tool] = self.tool_failures.get(tool, 0) + 1
+        if followup is not None:
+            ftool, decision = followup
+            new_id = self._send_goal(ftool, {}, by_harness=True)
+            if new_id and decision == "finish":
+                if step is not None:
+                    self.plan.carry_on(res.action_id, new_id)
+                self.news.append(f"Action {res.action_id} ({tool}) finished by the monitor "
+                                 f"({res.reason}); {ftool} started as its follow-up "
+                                 f"({new_id}).")
+                return
+            if new_id:
+                self.news.append(f"{ftool} started ({new_id}) after {res.action_id} failed.")
+        if res.action_id in self.woken_for_fail:
+            self.woken_for_fail.discard(res.action_id)
+            self.news.append(f"Action {res.action_id} ({tool}) has now stopped.")
+            return
+        if res.outcome == "succeeded":
+            self.news.append(f"Action {res.action_id} ({tool}) succeeded"
+                             + (f": {res.reason}" if res.reason else "."))
+            if self.actions:
+                return
+            nxt = self.plan.next_step(self._needs_point(), set(self.specs))
+            if nxt.step is not None:
+                args = dict(nxt.step.args or {})
+                new_id = self._send_goal(nxt.step.tool or "", args, by_harness=True,
+                                         step_index=nxt.step.index)
+                if new_id:
+                    self._log("plan_step", step=nxt.step.index, tool=nxt.step.tool,
+                              args=args, action_id=new_id)
+                    return
+                self._wake(f"plan step {nxt.step.index} could not start")
+                return
+            self._wake(nxt.wake_reason)
+            return
+        self._wake_for_end(res, tool, info)
+
+    def _wake_for_end(self, res: SkillResult, tool: str, info: ActionInfo | None) -> None:
+        if res.outcome == "timed_out":
+            if info is not None and info.watched:
+                msg = (f"Action {res.action_id} ({tool}) ran its limit without the monitor "
+                       "confirming success. Look at the newest image before undoing anything.")
+            else:
+                msg = (f"Action {res.action_id} ({tool}) ran its limit; judge from the newest "
+                       "image whether it succeeded. Look before undoing anything.")
+        elif res.outcome == "refused":
+            msg = f"Action {res.action_id} ({tool}) was refused: {res.reason}"
+        elif res.outcome == "stopped":
+            msg = f"Action {res.action_id} ({tool}) was stopped: {res.reason}"
+        else:
+            msg = f"Action {res.action_id} ({tool}) failed: {res.reason}"
+            extra = res.data.get("skill_reasons")
+            if extra:
+                msg += f" (the skill also reported: {'; '.join(extra)})"
+        n = self.tool_failures.get(tool, 0)
+        if n >= self.config.budgets.retries_per_step:
+            msg += (f" {tool} has failed {n} times in a row: change your approach instead of "
+                    "retrying it the same way.")
+        self.news.append(msg)
+        self._wake(f"action_{res.outcome}")
+
+    def _handle_verdict(self, v: MonitorVerdict) -> None:
+        if v.action_id not in self.actions or self.status != "running":
+            return
+        who = "controller check" if v.source == "controller" else "monitor"
+        if v.decision in ("finish", "fail"):
+            outcome = "succeeded" if v.decision == "finish" else "failed"
+            try:
+                r = self.bus.call(names.SKILL_CONCLUDE, {
+                    "action_id": v.action_id, "outcome": outcome, "generation": self.generation,
+                    "reason": f"{who}: {v.reason or v.question + '=' + v.value}"},
+                    timeout_s=2.0)
+            except Exception as e:
+                r = {"ok": False, "reason": str(e)}
+            self._log("monitor_decision", action_id=v.action_id, decision=v.decision,
+                      source=v.source, then=v.then, accepted=bool(r.get("ok")),
+                      reason=r.get("reason", ""))
+            if not r.get("ok"):
+                return
+            if v.then:
+                self.followups[v.action_id] = (v.then, v.decision)
+            if v.decision == "fail":
+                self.woken_for_fail.add(v.action_id)
+                self.news.append(f"The {who} failed action {v.action_id} ({v.tool}): "
+                                 f"{v.reason or v.value}. A monitor flag can be wrong: check "
+                                 "the newest image.")
+                self._wake("monitor_flag")
+        elif v.decision == "escalate":
+            key = (v.action_id, v.question)
+            if key in self.escalated:
+                return
+            self.escalated.add(key)
+            self.news.append(f"The {who} flags action {v.action_id} ({v.tool}): {v.question} = "
+                             f"{v.value} (p={v.probability:.2f}). {v.reason} The action is still "
+                             "running. A monitor flag can be wrong: check the newest image "
+                             "before stopping it.")
+            self._wake("monitor_flag")
+
+    def _wake(self, reason: str) -> None:
+        self.wake_reasons.append(reason)
+
+    # runs --------------------------------------------------------------------------------
+    def _start_run(self, task: str) -> None:
+        self._adopt_generation()
+        self.task = task
+        self.status = "running"
+        self.turns = 0
+        self.usage_total = {}
+        self.run_started_at = self.clock.now()
+        self.plan = PlanQueue()
+        self.tool_failures = {}
+        self.news = []
+        self.wake_reasons = []
+        if self.recorder is not None:
+            if self.recorder.current is None or self.log is None:
+                self.recorder.session = self.recorder.session or slug(task)
+                self.log = self.recorder.open_episode()
+            self.run_id = self.log.run_id
+        else:
+            self.run_id = f"run-{int(time.time())}"
+        self._log("run_started", run_id=self.run_id, task=task,
+                  models={"planner": {"provider": self.provider.name,
+                                      "model": self.provider.model}},
+                  system_prompt=self._system_prompt(),
+                  tools=[d.__dict__ for d in self.tool_defs()], generation=self.generation,
+                  config={"dry_run": self.config.dry_run,
+                          "budgets": self.config.budgets.__dict__})
+        self.messages.append(Message.user(f"Task: {task}"))
+        self._wake("message")
+        self._publish_state()
+
+    def continue_in(self, log: EpisodeLog) -> None:
+        """Carry a run on in the next episode's log (seed 003, run_continued)."""
+        old = self.log
+        self.log = log
+        self._log("run_continued", run_id=self.run_id, status=self.status, task=self.task,
+                  plan=self.plan.as_list(), continues_from=old.run_id if old else "",
+                  config={"dry_run": self.config.dry_run,
+                          "budgets": self.config.budgets.__dict__})
+        self._turn_cursor = len(self.messages)
+
+    def _end_run(self, status: str, summary: str) -> None:
+        self.status = status
+        self.summary = summary
+        self.turn = None
+        self.continue_turn = False
+        self.wake_reasons.clear()
+        self._log("run_ended", status=status, summary=summary, usage=self.usage_total,
+                  turns=self.turns, duration_s=round(self.clock.now() - self.run_started_at, 3))
+        self.conversation.append({"role": "agent", "text": summary})
+        self._publish_state()
+        if self.on_agent_idle is not None:
+            try:
+                self.on_agent_idle()
+            except Exception as e:
+                self._log("harness_error", error=f"on_agent_idle raised {e!r}")
+
+    def _check_budgets(self, now: float) -> None:
+        b = self.config.budgets
+        if self.turns >= b.max_turns and (self.wake_reasons or self.continue_turn):
+            self._stop_everything("budget")
+            self._end_run("budget_exhausted", f"used all {b.max_turns} planner turns")
+        elif now - self.run_started_at > b.max_minutes * 60:
+            self._stop_everything("budget")
+            self._end_run("budget_exhausted", f"ran past max_minutes={b.max_minutes:g}")
+
+    def _stop_everything(self, reason: str) -> None:
+        if self.actions:
+            self._advance_generation(reason, "agent")
+
+    # the model call ----------------------------------------------------------------------
+    def _system_prompt(self) -> str:
+        return (self.config.system_prompt.strip() + "\n\n" + HARNESS_INSTRUCTIONS).strip()
+
+    def _readings(self) -> dict[str, dict[str, float]]:
+        js = self._joints.latest()
+        if self._readings_fn is not None:
+            out = self._readings_fn(js)
+        elif js is not None:
+            out = {"joints": {n: round(p, 4) for n, p in zip(js.name, js.position,
+                                                              strict=False)}}
+        else:
+            out = {}
+        want = self.config.state_fields
+        if want:
+            out = {m: {f: v for f, v in fields.items() if f in want.get(m, [])}
+                   for m, fields in out.items() if m in want}
+        return out
+
+    def capture(self, cameras: list[str] | None = None) -> list[Observation]:
+        out = []
+        for cam in cameras or self.cameras:
+            sub = self._frames.get(cam)
+            frame = sub.latest() if sub is not None else None
+            if frame is None:
+                continue
+            ovs = self.image_overlays if self.config.image_overlays else []
+            obs = self.observations.add(cam, frame, ovs)
+            if self.log is not None:
+                self.log.save_image(obs.file_name, obs.data)
+            out.append(obs)
+        return out
+
+    def _image_parts(self, obs: list[Observation]) -> list[Any]:
+        parts: list[Any] = []
+        now = self.clock.now()
+        for o in obs:
+            parts.append(TextPart(f"{o.id}: {o.camera} camera, {o.width}x{o.height} px, taken "
+                                  f"{max(0.0, now - o.capture_stamp):.1f} s ago"))
+            if self.provider.reads_images:
+                parts.append(ImagePart(o.data, o.media_type, o.width, o.height, o.id, o.camera))
+        return parts
+
+    def _wake_message(self) -> Message:
+        reasons = ", ".join(dict.fromkeys(self.wake_reasons)) or "continue"
+        lines = [f"[woken: {reasons}]"]
+        if self.news:
+            lines.append("What happened:\n" + "\n".join(f"- {n}" for n in self.news))
+        lines.append("Plan:\n" + self.plan.render())
+        now = self.clock.now()
+        running = [f"{a.action_id} {a.tool} ({now - a.started_at:.1f} s)"
+                   for a in self.actions.values()]
+        lines.append("Running: " + (", ".join(running) if running else "nothing"))
+        readings = self._readings()
+        if readings:
+            lines.append("Readings: " + json.dumps(readings))
+        obs = self.capture()
+        parts: list[Any] = [TextPart("\n".join(lines)), *self._image_parts(obs)]
+        self.news.clear()
+        self.wake_reasons.clear()
+        return Message("user", tuple(parts))
+
+    def _context(self) -> tuple[Message, ...]:
+        """Messages for the request: older images beyond max_images_in_context become stubs."""
+        keep = self.config.max_images_in_context
+        out: list[Message] = []
+        seen = 0
+        for msg in reversed(self.messages):
+            parts: list[Any] = []
+            for p in reversed(msg.content):
+                if isinstance(p, ImagePart):
+                    seen += 1
+                    if seen > keep:
+                        parts.append(TextPart(f"[image {p.observation_id} ({p.label}) no longer "
+                                              "shown: older than the newest images]"))
+                        continue
+                parts.append(p)
+            parts.reverse()
+            out.append(Message(msg.role, tuple(parts), msg.tool_calls, msg.tool_call_id,
+                               msg.is_error))
+        out.reverse()
+        return tuple(out)
+
+    def _start_model_call(self) -> None:
+        if self.wake_reasons or self.news:
+            self.messages.append(self._wake_message())
+        self.continue_turn = False
+        request = ModelRequest(self._system_prompt(), self._context(),
+                               tuple(self.tool_defs()), self.config.planner.max_tokens)
+        self.turns += 1
+        turn = _Turn(self.generation, started_at=self.clock.now(),
+                     wall_start=time.monotonic(), request=request)
+        turn.turn_file = self.log.next_turn_name() if self.log is not None else ""
+        timeout = self.config.planner.timeout_s
+        provider = self.provider
+        self.turn = turn
+        turn.future = self.caller.submit(lambda: provider.complete(request, timeout_s=timeout))
+
+    def _poll_turn(self) -> None:
+        turn = self.turn
+        assert turn is not None
+        if turn.future is not None:
+            if not turn.future.done():
+                return
+            fut, turn.future = turn.future, None
+            latency = time.monotonic() - turn.wall_start
+            try:
+                reply = fut.result()
+                error: ModelError | None = None
+            except ModelError as e:
+                reply, error = None, e
+            except Exception as e:
+                reply, error = None, ModelError("server", f"{type(e).__name__}: {e}")
+            if turn.generation != self.generation or self.status != "running":
+                self._log("planner_reply_discarded", turn=turn.turn_file,
+                          reason="the run's generation changed while the model was thinking")
+                self.turn = None
+                return
+            self._record_turn(turn, reply, error, latency)
+            if error is not None:
+                self.news.append(f"Your previous call failed ({error.kind}): {error.message}. "
+                                 "Continue.")
+                self.turn = None
+                if error.kind in ("auth", "config"):
+                    self._end_run("failed", f"planner model unusable: {error}")
+                    return
+                self._wake("model_error")
+                return
+            assert reply is not None
+            self._handle_reply(turn, reply)
+        self._poll_pending(turn)
+
+    def _record_turn(self, turn: _Turn, reply: ModelReply | None, error: ModelError | None,
+                     latency: float) -> None:
+        if reply is not None:
+            for k, v in reply.usage.as_dict().items():
+                self.usage_total[k] = self.usage_total.get(k, 0) + v
+        if self.log is None or turn.request is None:
+            return
+        payload = {
+            "turn": turn.turn_file, "generation": turn.generation,
+            "input": _request_json(turn.request, self.log, self._turn_cursor or 0),
+            "output": None if reply is None else {
+                "text": reply.text, "model": reply.model, "stop_reason": reply.stop_reason,
+                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
+                                "parse_error": c.parse_error} for c in reply.tool_calls],
+                "usage": reply.usage.as_dict()},
+            "error": None if error is None else error.as_dict(),
+        }
+        self.log.write_turn(turn.turn_file, payload)
+        if self._turn_cursor is not None:
+            self._turn_cursor = len(turn.request.messages)
+        self._log("planner_turn", turn=turn.turn_file, latency_s=round(latency, 4),
+                  usage=None if reply is None else reply.usage.as_dict(),
+                  model=(reply.model if reply else self.provider.model),
+                  text=(reply.text if reply else ""),
+                  tools=[c.name for c in reply.tool_calls] if reply else [],
+                  error=None if error is None else error.as_dict())
+
+    def _handle_reply(self, turn: _Turn, reply: ModelReply) -> None:
+        self.messages.append(Message("assistant", (TextPart(reply.text),) if reply.text else (),
+                                     reply.tool_calls))
+        if reply.text:
+            self.conversation.append({"role": "agent", "text": reply.text})
+        if not reply.tool_calls:
+            self.text_only_replies += 1
+            if self.actions:
+                self.turn = None
+                return
+            if self.text_only_replies >= 2:
+                self.status = "waiting_user"
+                self._log("waiting_user", question=reply.text)
+                self.turn = None
+                self._publish_state()
+                return
+            self.messages.append(Message.user(
+                "Nothing is running. Call a tool, ask_user, or finish_task."))
+            self.continue_turn = True
+            self.turn = None
+            return
+        self.text_only_replies = 0
+        for call in reply.tool_calls:
+            turn.call_order.append(call.id)
+            if turn.ended:
+                turn.results[call.id] = _tool_msg(call, "not executed: an earlier call in this "
+                                                  "reply ended the turn", error=True)
+                continue
+            try:
+                self._do_call(turn, call)
+            except ToolCallRejected as e:
+                turn.results[call.id] = _tool_msg(call, f"refused: {e.reason}", error=True)
+                self._log("tool_refused", tool=call.name, reason=e.reason)
+
+    def _do_call(self, turn: _Turn, call: ToolCall) -> None:
+        if call.parse_error:
+            raise ToolCallRejected(f"the arguments of {call.name} were not a JSON object: "
+                                   f"{call.parse_error}")
+        name, args = call.name, dict(call.arguments)
+        if name in PLANNER_TOOLS:
+            err = _schema_error(PLANNER_TOOLS[name].parameters, args, name)
+            if err:
+                raise ToolCallRejected(err)
+        if name == "update_plan":
+            for i, st in enumerate(args["steps"], start=1):
+                tool = st.get("tool")
+                if tool is not None and tool not in self.specs:
+                    raise ToolCallRejected(f"steps[{i}].tool: unknown tool {tool!r}; tools: "
+                                           f"{', '.join(sorted(self.specs))}")
+                if tool is not None and st.get("args") is not None:
+                    spec = self.specs[tool]
+                    if not spec.image_points:
+                        e = validate_params(spec, st["args"])
+                        if e:
+                            raise ToolCallRejected(f"steps[{i}]: {e}")
+            self.plan.replace(args["steps"])
+            self._log("plan_changed", plan=self.plan.as_list())
+            turn.results[call.id] = _tool_msg(call, "plan updated:\n" + self.plan.render())
+            self.continue_turn = True
+        elif name == "observe":
+            cams = args.get("cameras") or None
+            if cams:
+                unknown = [c for c in cams if c not in self._frames]
+                if unknown:
+                    raise ToolCallRejected(f"cameras: unknown {unknown}; cameras: "
+                                           f"{', '.join(self._frames)}")
+            obs = self.capture(cams)
+            if not obs:
+                raise ToolCallRejected("no camera has delivered a frame yet")
+            self._log("observe", observations=[o.id for o in obs],
+                      images=[f"images/{o.file_name}" for o in obs])
+            turn.results[call.id] = Message("tool", (TextPart("fresh images:"),
+                                                     *self._image_parts(obs)), (), call.id)
+            self.continue_turn = True
+        elif name == "stop_action":
+            aid = args["action_id"]
+            info = self.actions.get(aid)
+            if info is None:
+                raise ToolCallRejected(f"action {aid} is not running (running: "
+                                       f"{', '.join(self.actions) or 'none'})")
+            info.handle.cancel()
+            self._log("stop_action", by="agent", action_id=aid, reason=args.get("reason", ""))
+            turn.results[call.id] = _tool_msg(call, f"stopping {aid}; you will be woken when it "
+                                              "has stopped")
+            turn.ended = True
+        elif name == "ask_user":
+            self.status = "waiting_user"
+            self.conversation.append({"role": "agent", "text": args["question"]})
+            self._log("ask_user", question=args["question"])
+            turn.results[call.id] = _tool_msg(call, "asked; the run waits for the answer")
+            turn.ended = True
+        elif name == "finish_task":
+            turn.results[call.id] = _tool_msg(call, "run ended")
+            turn.ended = True
+            self._finish_after_turn = (bool(args["success"]), str(args["summary"]))
+        elif name in self.specs:
+            self._call_skill(turn, call)
+        else:
+            raise ToolCallRejected(f"unknown tool {name!r}; tools: "
+                                   f"{', '.join(sorted([*PLANNER_TOOLS, *self.specs]))}")
+
+    _finish_after_turn: tuple[bool, str] | None = None
+
+    def _call_skill(self, turn: _Turn, call: ToolCall) -> None:
+        spec = self.specs[call.name]
+        args = dict(call.arguments)
+        err = validate_params(spec, args, model_facing=True)
+        if err:
+            raise ToolCallRejected(err)
+        obs_id = str(args.pop("observation_id", ""))
+        watch_for = tuple(args.pop("watch_for", ()) or ())
+        points_view: list[tuple[float, float]] = []
+        for p in spec.image_points:
+            if p in args:
+                points_view.append((float(args[p][0]), float(args[p][1])))
+                cx, cy = self.observations.map_point(obs_id, args[p], spec.camera, p)
+                args[p] = [round(cx, 2), round(cy, 2)]
+        if points_view:
+            self._publish_view(obs_id, points_view)
+        if self.config.dry_run:
+            self._log("dry_run_call", tool=call.name, params=args, observation_id=obs_id)
+            turn.results[call.id] = _tool_msg(call, f"dry run: {call.name} would start with "
+                                              f"{json.dumps(args)}; nothing was started")
+            self.continue_turn = True
+            return
+        action_id = new_action_id()
+        goal = SkillGoal(call.name, args, self.generation, action_id, obs_id, watch_for)
+        try:
+            handle = self.bus.send_goal(names.skill_action(call.name), goal,
+                                        done_cb=self._on_goal_done)
+        except Exception as e:
+            raise ToolCallRejected(f"{call.name} is unavailable: {e}") from e
+        self.actions[action_id] = ActionInfo(action_id, call.name, args, self.clock.now(),
+                                             handle, bool(spec.monitor or watch_for))
+        turn.pending.append(_PendingStart(call, handle, action_id, call.name,
+                                          self.clock.now()))
+
+    def _send_goal(self, tool: str, args: dict[str, Any], *, by_harness: bool,
+                   step_index: int | None = None) -> str:
+        """Start a tool without the planner (plan step or ``then``).  '' if it was refused."""
+        spec = self.specs.get(tool)
+        if spec is None:
+            self.news.append(f"Could not start {tool!r}: no such tool.")
+            return ""
+        action_id = new_action_id()
+        goal = SkillGoal(tool, args, self.generation, action_id)
+        try:
+            handle = self.bus.send_goal(names.skill_action(tool), goal,
+                                        done_cb=self._on_goal_done)
+        except Exception as e:
+            self.news.append(f"Could not start {tool}: {e}")
+            return ""
+        if handle.status == GoalStatus.ABORTED:
+            self.news.append(f"Could not start {tool}: {getattr(handle.result, 'reason', '')}")
+            return ""
+        info = ActionInfo(action_id, tool, args, self.clock.now(), handle,
+                          bool(spec.monitor), step_index)
+        self.actions[action_id] = info
+        if step_index is not None:
+            for s in self.plan.steps:
+                if s.index == step_index:
+                    s.status, s.action_id = "running", action_id
+        self._log("action_started", action_id=action_id, tool=tool, params=args,
+                  by_harness=by_harness)
+        self._publish_state()
+        return action_id
+
+    def _poll_pending(self, turn: _Turn) -> None:
+        now = self.clock.now()
+        for ps in list(turn.pending):
+            st = ps.handle.status
+            if st == GoalStatus.EXECUTING or (st == GoalStatus.SUCCEEDED):
+                turn.pending.remove(ps)
+                turn.started_any = True
+                step = self.plan.claim(ps.tool, ps.action_id)
+                if step is not None and ps.action_id in self.actions:
+                    self.actions[ps.action_id].step = step.index
+                self._log("action_started", action_id=ps.action_id, tool=ps.tool,
+                          params=self.actions[ps.action_id].params if ps.action_id in
+                          self.actions else {}, step=step.index if step else None)
+                turn.results[ps.call.id] = _tool_msg(
+                    ps.call, f"started action {ps.action_id} ({ps.tool}); you will be woken "
+                             "when it ends or something needs you")
+            elif st.terminal:
+                turn.pending.remove(ps)
+                self.actions.pop(ps.action_id, None)
+                res = ps.handle.result
+                reason = getattr(res, "reason", "") or st.name.lower()
+                turn.results[ps.call.id] = _tool_msg(ps.call, reason if reason.startswith(
+                    "refused") else f"refused: {reason}", error=True)
+                self._log("tool_refused", tool=ps.tool, action_id=ps.action_id, reason=reason)
+            elif now - ps.sent_at > 5.0:
+                turn.pending.remove(ps)
+                ps.handle.cancel()
+                turn.results[ps.call.id] = _tool_msg(ps.call, "refused: the skill did not "
+                                                     "start within 5 s", error=True)
+        if turn.pending:
+            return
+        # every call of the reply is answered: close the turn
+        for cid in turn.call_order:
+            msg = turn.results.get(cid)
+            if msg is not None:
+                self.messages.append(msg)
+        self.turn = None
+        finish = self._finish_after_turn
+        self._finish_after_turn = None
+        if finish is not None:
+            ok, summary = finish
+            if self.actions:
+                self._advance_generation("finish_task", "agent")
+            self._end_run("succeeded" if ok else "failed", summary)
+            return
+        if turn.started_any or turn.ended:
+            self.continue_turn = False
+        else:
+            self.continue_turn = True
+        self._publish_state()
+
+    def _needs_point(self) -> set[str]:
+        return {n for n, s in self.specs.items() if s.image_points}
+
+    def _publish_view(self, obs_id: str, points: list[tuple[float, float]]) -> None:
+        from ..perception import images as im
+
+        obs = self.observations.get(obs_id)
+        if obs is None:
+            return
+        view = im.draw_points(im.decode(obs.data), points, obs_id)
+        view.setflags(write=False)
+        self._view_pub.publish(Image(view, self.clock.now(), obs.camera, 0))
+
+    # logging & state ---------------------------------------------------------------------
+    def _log(self, kind: str, by: str | None = None, **data: Any) -> None:
+        if self.log is not None:
+            rec = self.log.event(kind, by=by, **data)
+        else:
+            rec = {"t": self.clock.wall(), "kind": kind, **({"by": by} if by else {}), **data}
+        self._event_pub.publish(AgentEvent(rec["t"], kind, {k: v for k, v in rec.items()
+                                                           if k not in ("t", "kind")}))
+
+    def _publish_state(self) -> None:
+        now = self.clock.now()
+        self._state_pub.publish(AgentState(
+            generation=self.generation, status=self.status, task=self.task,
+            plan=tuple(self.plan.as_list()),
+            actions=tuple({"action_id": a.action_id, "tool": a.tool, "params": a.params,
+                           "elapsed_s": round(now - a.started_at, 2)}
+                          for a in self.actions.values()),
+            conversation=tuple(self.conversation[-50:]), stamp=now))
+
+    def shutdown(self) -> None:
+        if self.status in ("running", "paused", "waiting_user"):
+            self._stop_everything("shutdown")
+            self._end_run("cancelled", "shut down")
+        self.caller.shutdown()
+
+
+# ----------------------------------------------------------------------------------------
+def _tool_msg(call: ToolCall, text: str, error: bool = False) -> Message:
+    return Message("tool", (TextPart(text),), (), call.id, error)
+
+
+def _schema_error(schema: Mapping[str, Any], args: Mapping[str, Any], name: str) -> str:
+    try:
+        jsonschema.validate(dict(args), dict(schema))
+    except jsonschema.ValidationError as e:
+        where = "/".join(str(p) for p in e.absolute_path) or "(arguments)"
+        return f"invalid arguments for {name} at {where}: {e.message}"
+    return ""
+
+
+def _describe(spec: ToolSpec) -> str:
+    parts = [spec.description or ""]
+    if spec.image_points:
+        parts.append(f"Points ({', '.join(spec.image_points)}) are [x, y] pixels in the "
+                     f"{spec.camera or 'camera'} image; pass its observation_id.")
+    if spec.max_duration_s:
+        parts.append(f"Stopped as timed out after {spec.max_duration_s:g} s.")
+    if not spec.ends_by_itself:
+        parts.append("Runs until the monitor or its time limit ends it.")
+    for ex in spec.examples:
+        parts.append(f"Example: {json.dumps(ex.get('params', {}))} when {ex.get('when', '')}")
+    return " ".join(p for p in parts if p)
+
+
+def _spec_from_dict(d: Mapping[str, Any]) -> ToolSpec:
+    return ToolSpec(
+        name=d["name"], description=d.get("description"), parameters=d["parameters"],
+        image_points=tuple(d.get("image_points", ())), examples=tuple(d.get("examples", ())),
+        ends_by_itself=bool(d.get("ends_by_itself", True)),
+        max_duration_s=d.get("max_duration_s"), max_target_area=d.get("max_target_area"),
+        monitor=tuple(d.get("monitor", ())), camera=d.get("camera"),
+        resources=tuple(d.get("resources", ("arm",))))
+
+
+def _request_json(req: ModelRequest, log: EpisodeLog, start: int = 0) -> dict[str, Any]:
+    """A turn file's input: images saved under images/ and named, never inlined.  After a
+    ``run_continued`` only the messages since the previous turn are written (``start``)."""
+    msgs = []
+    for m in req.messages[start:]:
+        content: list[dict[str, Any]] = []
+        for p in m.content:
+            if isinstance(p, ImagePart):
+                ext = "png" if p.media_type == "image/png" else "jpg"
+                name = f"{p.observation_id or 'img'}_{p.label.replace('/', '_')}.{ext}"
+                rel = log.save_image(name, p.data)
+                content.append({"type": "image", "file": rel, "observation_id": p.observation_id,
+                                "size": [p.width, p.height]})
+            else:
+                content.append({"type": "text", "text": p.text})
+        entry: dict[str, Any] = {"role": m.role, "content": content}
+        if m.tool_calls:
+            entry["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                                   for c in m.tool_calls]
+        if m.tool_call_id:
+            entry["tool_call_id"] = m.tool_call_id
+            entry["is_error"] = m.is_error
+        msgs.append(entry)
+    return {"system": req.system, "messages": msgs, "messages_from": start,
+            "tools": [{"name": t.name, "description": t.description,
+                       "parameters": t.parameters} for t in req.tools]}

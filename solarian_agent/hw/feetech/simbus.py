@@ -1,0 +1,383 @@
+"""A simulated Feetech STS3215 servo bus on a pseudo-terminal (a documented test fake).
+
+``SimulatedBus`` opens a pty pair and answers on the master side, byte for byte as STS3215
+servos would: PING, READ, WRITE, REG_WRITE/ACTION, SYNC_READ and SYNC_WRITE, with a register
+memory per servo and a present position that moves toward the goal position at a set speed
+while torque is enabled.  The driver under test opens ``bus.port_name`` (the slave tty) with
+pyserial exactly as it would open ``/dev/ttyACM0``, so the real serial code path runs.
+
+Faults are injected on demand, per servo:
+
+- ``inject(id, "no_answer", count)``: the servo stays silent (``count=None``: until cleared);
+- ``inject(id, "checksum", count)``: the answer carries a wrong checksum;
+- ``inject(id, "truncated", count)``: only the first half of the answer is sent;
+- ``inject(id, "garbage", count)``: noise bytes precede a valid answer (the driver resyncs);
+- ``inject(id, "delay", count, delay_s=...)``: the answer comes late (a timeout);
+- ``set_error_flags(id, 0x01)``: every answer carries the status flag (0x01 input voltage,
+  0x04 overheat, 0x20 overload, ...) until set back to 0.
+
+Everything the host sent is kept (``frames()``, ``goal_writes()``) so tests can check what
+reached the wire.  The answering thread waits with bounded ``select`` timeouts and stops on
+``stop()``; an exception while answering is recorded in ``errors`` and never ends the thread.
+
+Physics time comes from the passed ``clock`` (default: the system clock); pass a
+``FakeClock`` to move servos only when the test says so, or ``speed_ticks_per_s=None`` to make
+servos reach their goal instantly.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+import tty
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from solarian_agent.core.clock import Clock, SystemClock
+from solarian_agent.hw.feetech import protocol as P
+from solarian_agent.hw.feetech.protocol import STS3215, Instruction
+
+FAULT_KINDS = ("no_answer", "checksum", "truncated", "garbage", "delay")
+
+
+@dataclass
+class _Fault:
+    kind: str
+    remaining: int | None  # None: until cleared
+    delay_s: float = 0.0
+
+
+@dataclass
+class SimServo:
+    """One simulated STS3215: register memory plus a continuous position."""
+
+    servo_id: int
+    position: float = 2048.0
+    voltage_dv: int = 74  # decivolts: 7.4 V (SO-101 7.4 V servos; 12 V versions read 120)
+    temperature_c: int = 30
+    error_flags: int = 0
+    mem: bytearray = field(default_factory=lambda: bytearray(256))
+    faults: list[_Fault] = field(default_factory=list)
+    pending: tuple[int, bytes] | None = None  # REG_WRITE waiting for ACTION
+
+    def __post_init__(self) -> None:
+        self.mem[STS3215.MODEL_NUMBER.address:STS3215.MODEL_NUMBER.address + 2] = \
+            P.encode_value(P.STS3215_MODEL_NUMBER, 2)
+        self.mem[STS3215.ID.address] = self.servo_id
+        self.mem[STS3215.MIN_POSITION_LIMIT.address:STS3215.MIN_POSITION_LIMIT.address + 2] = \
+            P.encode_value(0, 2)
+        self.mem[STS3215.MAX_POSITION_LIMIT.address:STS3215.MAX_POSITION_LIMIT.address + 2] = \
+            P.encode_value(P.MAX_TICK, 2)
+        self.set_goal(int(round(self.position)))
+        self.speed = 0.0
+        self.load = 0
+
+    @property
+    def torque(self) -> bool:
+        return bool(self.mem[STS3215.TORQUE_ENABLE.address])
+
+    @property
+    def goal(self) -> int:
+        return P.decode_value(bytes(self.mem[42:44]), STS3215.GOAL_POSITION.sign_bit)
+
+    def set_goal(self, raw: int) -> None:
+        self.mem[42:44] = P.encode_value(raw, 2, STS3215.GOAL_POSITION.sign_bit)
+
+    def advance(self, dt: float, speed_tps: float | None) -> None:
+        if not self.torque or dt <= 0:
+            self.speed = 0.0
+            self.load = 0
+            return
+        target = float(min(P.MAX_TICK, max(0, self.goal)))
+        err = target - self.position
+        step = abs(err) if speed_tps is None else min(abs(err), speed_tps * dt)
+        moved = step if err >= 0 else -step
+        self.position += moved
+        self.speed = moved / dt
+        self.load = int(min(1000, abs(target - self.position) * 4 + 30))
+
+    def refresh_registers(self) -> None:
+        m = self.mem
+        pos = int(round(min(P.MAX_TICK, max(0, self.position))))
+        m[56:58] = P.encode_value(pos, 2, 15)
+        spd = int(max(-32767, min(32767, round(self.speed))))
+        m[58:60] = P.encode_value(spd, 2, 15)
+        load = int(max(-1023, min(1023, self.load)))
+        m[60:62] = P.encode_value(load, 2, 10)
+        m[62] = self.voltage_dv & 0xFF
+        m[63] = self.temperature_c & 0xFF
+        m[65] = self.error_flags & 0xFF
+        m[66] = 1 if abs(self.goal - self.position) > 1 and self.torque else 0
+
+    def write_mem(self, address: int, data: bytes) -> None:
+        for k, b in enumerate(data):
+            a = address + k
+            if 56 <= a <= 70 or a in (0, 1, 2, 3, 4):  # read-only: a real servo ignores it
+                continue
+            if a < 256:
+                self.mem[a] = b
+
+
+class SimulatedBus:
+    """Simulated STS3215 servos answering on a pty; use as a context manager."""
+
+    def __init__(
+        self,
+        ids: Iterable[int] = (1, 2, 3, 4, 5, 6),
+        clock: Clock | None = None,
+        speed_ticks_per_s: float | None = 3400.0,
+        initial_position: int | dict[int, int] = 2048,
+        poll_s: float = 0.05,
+    ) -> None:
+        self.clock = clock or SystemClock()
+        self.speed_ticks_per_s = speed_ticks_per_s
+        self.poll_s = poll_s
+        self.servos: dict[int, SimServo] = {}
+        for i in ids:
+            pos = initial_position.get(i, 2048) if isinstance(initial_position, dict) \
+                else initial_position
+            self.servos[i] = SimServo(i, position=float(pos))
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
+        self._frames: list[bytes] = []
+        self.host_checksum_errors = 0
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_t = self.clock.now()
+        self._master, self._slave = os.openpty()
+        tty.setraw(self._slave)  # no echo, no CR/LF translation: bytes pass unchanged
+        self.port_name = os.ttyname(self._slave)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> SimulatedBus:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="simbus", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+            self._thread = None
+        for fd in (self._master, self._slave):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._master = self._slave = -1
+
+    def __enter__(self) -> SimulatedBus:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ test controls
+
+    def inject(self, servo_id: int, kind: str, count: int | None = 1, delay_s: float = 0.1) -> None:
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault {kind!r}; one of {FAULT_KINDS}")
+        with self._lock:
+            self.servos[servo_id].faults.append(_Fault(kind, count, delay_s))
+
+    def clear_faults(self, servo_id: int | None = None) -> None:
+        with self._lock:
+            for s in self.servos.values():
+                if servo_id is None or s.servo_id == servo_id:
+                    s.faults.clear()
+
+    def set_error_flags(self, servo_id: int, flags: int) -> None:
+        with self._lock:
+            self.servos[servo_id].error_flags = flags
+
+    def set_position(self, servo_id: int, raw: float) -> None:
+        """Move a servo by hand (as a person does with torque off)."""
+        with self._lock:
+            self.servos[servo_id].position = float(raw)
+
+    def position(self, servo_id: int) -> float:
+        with self._lock:
+            return self.servos[servo_id].position
+
+    def goal(self, servo_id: int) -> int:
+        with self._lock:
+            return self.servos[servo_id].goal
+
+    def torque(self, servo_id: int) -> bool:
+        with self._lock:
+            return self.servos[servo_id].torque
+
+    def frames(self) -> list[bytes]:
+        """Every frame the host sent, in order (bad-checksum ones included)."""
+        with self._lock:
+            return list(self._frames)
+
+    def clear_frames(self) -> None:
+        with self._lock:
+            self._frames.clear()
+
+    def wait_frames(self, count: int, timeout: float = 1.0) -> bool:
+        """Wait (bounded) until at least ``count`` frames arrived."""
+        with self._cond:
+            return self._cond.wait_for(lambda: len(self._frames) >= count, timeout)
+
+    def wait_until(self, pred: Callable[[list[bytes]], bool], timeout: float = 1.0) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: pred(self._frames), timeout)
+
+    def goal_writes(self) -> list[tuple[int, int]]:
+        """(servo id, raw goal) for every goal-position value the host put on the wire, from
+        WRITE and SYNC_WRITE frames that cover address 42..43."""
+        out: list[tuple[int, int]] = []
+        for frame in self.frames():
+            try:
+                pkt = P.parse_packet(frame)
+            except Exception:
+                continue
+            out.extend(_goal_values(pkt))
+        return out
+
+    # ------------------------------------------------------------------ the answering thread
+
+    def _run(self) -> None:
+        splitter = P.PacketSplitter()
+        while not self._stop.is_set():
+            try:
+                ready, _, _ = select.select([self._master], [], [], self.poll_s)
+                if not ready:
+                    continue
+                data = os.read(self._master, 4096)
+            except (OSError, ValueError):
+                if self._stop.wait(0.01):
+                    break
+                continue
+            splitter.feed(data)
+            for frame in splitter.packets():
+                try:
+                    self._handle(frame)
+                except Exception as e:  # never let a bad frame end the bus
+                    with self._lock:
+                        self.errors.append(f"{type(e).__name__}: {e} for {frame.hex(' ')}")
+
+    def _advance(self) -> None:
+        now = self.clock.now()
+        dt, self._last_t = now - self._last_t, now
+        for s in self.servos.values():
+            s.advance(dt, self.speed_ticks_per_s)
+
+    def _handle(self, frame: bytes) -> None:
+        with self._cond:
+            self._frames.append(frame)
+            self._cond.notify_all()
+        try:
+            pkt = P.parse_packet(frame)
+        except Exception:
+            with self._lock:
+                self.host_checksum_errors += 1
+            return  # a real servo ignores a corrupt instruction
+        replies: list[tuple[SimServo, bytes]] = []
+        with self._lock:
+            self._advance()
+            replies = self._execute(pkt)
+        for servo, params in replies:
+            self._answer(servo, params)
+
+    def _execute(self, pkt: P.Packet) -> list[tuple[SimServo, bytes]]:
+        ins, sid, prm = pkt.instruction, pkt.servo_id, pkt.params
+        targets = list(self.servos.values()) if sid == P.BROADCAST_ID else (
+            [self.servos[sid]] if sid in self.servos else [])
+        answer = sid != P.BROADCAST_ID
+        out: list[tuple[SimServo, bytes]] = []
+        if ins == Instruction.PING:
+            out = [(s, b"") for s in targets] if answer else []
+        elif ins == Instruction.READ and len(prm) == 2:
+            addr, n = prm
+            for s in targets:
+                s.refresh_registers()
+                out.append((s, bytes(s.mem[addr:addr + n])))
+        elif ins == Instruction.WRITE and len(prm) >= 1:
+            for s in targets:
+                s.write_mem(prm[0], prm[1:])
+            out = [(s, b"") for s in targets] if answer else []
+        elif ins == Instruction.REG_WRITE and len(prm) >= 1:
+            for s in targets:
+                s.pending = (prm[0], prm[1:])
+            out = [(s, b"") for s in targets] if answer else []
+        elif ins == Instruction.ACTION:
+            for s in targets:
+                if s.pending is not None:
+                    s.write_mem(*s.pending)
+                    s.pending = None
+        elif ins == Instruction.SYNC_READ and len(prm) >= 2:
+            addr, n = prm[0], prm[1]
+            for i in prm[2:]:
+                s = self.servos.get(i)
+                if s is not None:
+                    s.refresh_registers()
+                    out.append((s, bytes(s.mem[addr:addr + n])))
+        elif ins == Instruction.SYNC_WRITE and len(prm) >= 2:
+            addr, n = prm[0], prm[1]
+            body = prm[2:]
+            for k in range(0, len(body) - n, n + 1):
+                s = self.servos.get(body[k])
+                if s is not None:
+                    s.write_mem(addr, body[k + 1:k + 1 + n])
+        return out
+
+    def _answer(self, servo: SimServo, params: bytes) -> None:
+        with self._lock:
+            reply = P.status_packet(servo.servo_id, servo.error_flags, params)
+            fault = None
+            for f in servo.faults:
+                if f.remaining is None or f.remaining > 0:
+                    fault = f
+                    if f.remaining is not None:
+                        f.remaining -= 1
+                    break
+            servo.faults[:] = [f for f in servo.faults if f.remaining is None or f.remaining > 0]
+        if fault is not None:
+            if fault.kind == "no_answer":
+                return
+            if fault.kind == "checksum":
+                reply = reply[:-1] + bytes([reply[-1] ^ 0x5A])
+            elif fault.kind == "truncated":
+                reply = reply[: len(reply) // 2]
+            elif fault.kind == "garbage":
+                reply = b"\x00\x13\xff\x42" + reply
+            elif fault.kind == "delay" and self._stop.wait(fault.delay_s):
+                return
+        self._send(reply)
+
+    def _send(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view and not self._stop.is_set():
+            try:
+                _, ready, _ = select.select([], [self._master], [], self.poll_s)
+                if ready:
+                    n = os.write(self._master, view)
+                    view = view[n:]
+            except (OSError, ValueError):
+                return
+
+
+def _goal_values(pkt: P.Packet) -> list[tuple[int, int]]:
+    g = STS3215.GOAL_POSITION
+    out: list[tuple[int, int]] = []
+
+    def pick(sid: int, start: int, data: bytes) -> None:
+        lo = g.address - start
+        if lo >= 0 and lo + 2 <= len(data):
+            out.append((sid, P.decode_value(data[lo:lo + 2], g.sign_bit)))
+
+    if pkt.instruction in (Instruction.WRITE, Instruction.REG_WRITE) and pkt.params:
+        pick(pkt.servo_id, pkt.params[0], pkt.params[1:])
+    elif pkt.instruction == Instruction.SYNC_WRITE and len(pkt.params) >= 2:
+        addr, n = pkt.params[0], pkt.params[1]
+        body = pkt.params[2:]
+        for k in range(0, len(body) - n, n + 1):
+            pick(body[k], addr, body[k + 1:k + 1 + n])
+    return out

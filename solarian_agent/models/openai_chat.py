@@ -1,0 +1,225 @@
+"""OpenAI Chat Completions through the official ``openai`` SDK — and any compatible server.
+
+``base_url`` points the provider at vLLM, Ollama, llama.cpp or any other server that speaks
+``/v1/chat/completions``.  Against OpenAI itself (no ``base_url``) the output budget is sent as
+``max_completion_tokens`` (the only name reasoning models accept); against a compatible server
+as ``max_tokens``, the name they all understand.
+
+What is sent
+    ``system`` as the first ``system`` message; user text and images as content parts (images
+    as in-memory base64 ``data:`` URLs, ``detail: high``); assistant tool calls as
+    ``tool_calls`` with JSON argument text; ``Message(role="tool")`` as ``tool`` messages.  A
+    tool message can only carry text here, so images in tool results follow the block of tool
+    messages as one user message that names the call they came from.  ``reasoning_effort`` is
+    sent when configured; ``response_schema`` → ``response_format: json_schema`` (strict when
+    the schema allows it).
+
+What comes back
+    Argument text that is not a JSON object → ``ToolCall.parse_error`` (never an exception); a
+    ``refusal`` (or ``finish_reason: content_filter``) → ``ModelError("refusal")``; no text and
+    no tool call → ``ModelError("empty")``.  Tool names are returned as the model wrote them:
+    unknown tools are the harness's business.
+
+Images: ``max_image_side`` 1024 by default — at OpenAI's high detail a 4:3 frame is scaled to
+768 px on its short side by the service, so anything larger would be resized there and break
+exact point mapping.  Pass ``image_limits`` for a local server with other limits.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .base import ImagePart, Message, ModelError, ModelReply, ModelRequest, ToolCall
+from .common import (
+    HTTPModelProvider,
+    ImageLimits,
+    data_url,
+    is_strict_schema,
+    openai_usage,
+    parse_tool_arguments,
+    to_plain,
+)
+
+
+class OpenAIChatProvider(HTTPModelProvider):
+    """``provider: openai`` — Chat Completions with tools and images."""
+
+    name = "openai"
+    default_limits = ImageLimits(max_side=1024, max_pixels=1024 * 1024, max_images=50,
+                                 max_bytes=20 * 1024 * 1024)
+
+    def __init__(self, *, reasoning_effort: str | None = None, image_detail: str = "high",
+                 **kwargs: Any) -> None:
+        self.reasoning_effort = reasoning_effort
+        self.image_detail = image_detail
+        super().__init__(**kwargs)
+
+    def _make_client(self, api_key: str, base_url: str | None) -> Any:
+        import openai
+
+        return openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
+                             timeout=self.timeout_s)
+
+    # ------------------------------------------------------------------ request
+    def _build(self, request: ModelRequest) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.extend(self._messages(request.messages))
+        if not messages:
+            raise ModelError("bad_request", "the request has no messages", model=self.model)
+        params: dict[str, Any] = {"model": self.model, "messages": messages}
+        max_tokens = max(1, min(request.max_tokens, self.max_tokens))
+        params["max_tokens" if self.base_url else "max_completion_tokens"] = max_tokens
+        if request.tools:
+            params["tools"] = [{"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.parameters}}
+                for t in request.tools]
+        if self.reasoning_effort:
+            params["reasoning_effort"] = self.reasoning_effort
+        if request.response_schema is not None:
+            params["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": request.response_name, "schema": request.response_schema,
+                "strict": is_strict_schema(request.response_schema)}}
+        return params
+
+    def _messages(self, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        pending_images: list[dict[str, Any]] = []
+
+        def flush() -> None:
+            if pending_images:
+                out.append({"role": "user", "content": list(pending_images)})
+                pending_images.clear()
+
+        for m in messages:
+            if m.role != "tool":
+                flush()
+            if m.role == "assistant":
+                msg: dict[str, Any] = {"role": "assistant", "content": m.text() or None}
+                if m.tool_calls:
+                    msg["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+                        "name": c.name, "arguments": json.dumps(c.arguments)}}
+                        for c in m.tool_calls]
+                out.append(msg)
+            elif m.role == "tool":
+                text = m.text()
+                if m.is_error:
+                    text = f"ERROR: {text}" if text else "ERROR"
+                out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": text})
+                images = [p for p in m.content if isinstance(p, ImagePart)]
+                if images:
+                    pending_images.append({"type": "text", "text":
+                                           f"Images returned by tool call {m.tool_call_id}:"})
+                    pending_images.extend(self._parts(tuple(images)))
+            else:
+                parts = self._parts(m.content)
+                out.append({"role": "user", "content": parts or "(empty)"})
+        flush()
+        return out
+
+    def _parts(self, content: tuple[Any, ...]) -> list[dict[str, Any]]:
+        parts: list[dict[str, Any]] = []
+        for p in content:
+            if isinstance(p, ImagePart):
+                if p.label:
+                    parts.append({"type": "text", "text": p.label})
+                parts.append({"type": "image_url", "image_url": {
+                    "url": data_url(p), "detail": self.image_detail}})
+            elif p.text:
+                parts.append({"type": "text", "text": p.text})
+        return parts
+
+    # ------------------------------------------------------------------ transport
+    def _send(self, params: dict[str, Any], timeout_s: float, deadline: float) -> Any:
+        if not self.stream:
+            return to_plain(self._client.chat.completions.create(**params, timeout=timeout_s))
+        stream = self._client.chat.completions.create(
+            **params, stream=True, stream_options={"include_usage": True}, timeout=timeout_s)
+        try:
+            return self._accumulate(stream, deadline)
+        finally:
+            stream.close()
+
+    def _accumulate(self, stream: Any, deadline: float) -> dict[str, Any]:
+        content: list[str] = []
+        refusal: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        out: dict[str, Any] = {"model": None, "usage": None}
+        finish = None
+        for chunk in stream:
+            self._check_deadline(deadline)
+            c = to_plain(chunk)
+            out["model"] = c.get("model") or out["model"]
+            if c.get("usage"):
+                out["usage"] = c["usage"]
+            for ch in c.get("choices") or []:
+                delta = ch.get("delta") or {}
+                if delta.get("content"):
+                    content.append(delta["content"])
+                if delta.get("refusal"):
+                    refusal.append(delta["refusal"])
+                for tc in delta.get("tool_calls") or []:
+                    slot = calls.setdefault(int(tc.get("index") or 0), {
+                        "id": None, "type": "function", "function": {"name": "",
+                                                                     "arguments": ""}})
+                    if tc.get("id"):
+                        slot["id"] = tc["id"]
+                    fn = tc.get("function") or {}
+                    if fn.get("name"):
+                        slot["function"]["name"] += fn["name"]
+                    if fn.get("arguments"):
+                        slot["function"]["arguments"] += fn["arguments"]
+                if ch.get("finish_reason"):
+                    finish = ch["finish_reason"]
+        out["choices"] = [{"index": 0, "finish_reason": finish, "message": {
+            "role": "assistant", "content": "".join(content) or None,
+            "refusal": "".join(refusal) or None,
+            "tool_calls": [calls[i] for i in sorted(calls)] or None}}]
+        return out
+
+    # ------------------------------------------------------------------ reply
+    def _parse(self, raw: Any, request: ModelRequest) -> ModelReply:
+        choices = raw.get("choices") if isinstance(raw, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise ModelError("malformed", "reply has no choices", model=self.model)
+        choice = choices[0]
+        msg = choice.get("message")
+        if not isinstance(msg, dict):
+            raise ModelError("malformed", "reply choice has no message", model=self.model)
+        finish = str(choice.get("finish_reason") or "")
+        if msg.get("refusal"):
+            raise ModelError("refusal", f"the model declined: {msg['refusal']}",
+                             model=self.model)
+        if finish == "content_filter":
+            raise ModelError("refusal", "the reply was stopped by the content filter",
+                             model=self.model)
+        text = _text(msg.get("content"))
+        calls: list[ToolCall] = []
+        for i, tc in enumerate(msg.get("tool_calls") or []):
+            fn = tc.get("function") or {}
+            args, err = parse_tool_arguments(fn.get("arguments"))
+            name = str(fn.get("name") or "")
+            if not name:
+                err = err or "the tool call has no name"
+            calls.append(ToolCall(id=str(tc.get("id") or f"call_{i}"), name=name,
+                                  arguments=args, parse_error=err))
+        if not text.strip() and not calls:
+            raise ModelError("empty", f"reply has no text and no tool call (finish_reason "
+                             f"{finish or 'missing'})", model=self.model)
+        if not calls:
+            self._check_json(text, request)
+        u = raw.get("usage") or {}
+        usage = openai_usage(u.get("prompt_tokens"), u.get("completion_tokens"),
+                             (u.get("prompt_tokens_details") or {}).get("cached_tokens"))
+        return ModelReply(text=text, tool_calls=tuple(calls), usage=usage,
+                          model=str(raw.get("model") or self.model), stop_reason=finish)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # some compatible servers answer with parts
+        return "".join(str(p.get("text") or "") for p in content if isinstance(p, dict))
+    return ""

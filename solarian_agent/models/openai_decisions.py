@@ -1,0 +1,270 @@
+"""OpenAI's Decisions API (``POST /v1/decisions``, public beta) through the official SDK.
+
+The monitor's typed answers without free text: each question is a *predicate* (a probability
+that a statement holds), a *choice* (one of fixed values, with a probability per value) or a
+*score* (ordered levels).  The installed ``openai`` SDK offers it as
+``client.decisions.create(model=..., input=..., questions=...)``.
+
+This provider keeps the :class:`ModelProvider` interface: the request's ``response_schema``
+(an object schema, the same one the other providers are asked to fill as JSON) is turned into
+questions, one per property, named after it:
+
+* ``{"type": "boolean", "description": ...}`` → a predicate; the answer is
+  ``probability >= 0.5``;
+* ``{"enum": [...]}`` (strings or booleans) or ``{"oneOf": [{"const": v, "description": d},
+  ...]}`` → a choice; per-value descriptions may also come from
+  ``"x-choice-descriptions": {value: description}``;
+* ``{"type": "integer", "x-levels": [label | {"label", "description"}, ...]}`` → a score;
+  the answer is the index of the nearest level;
+* a schema may instead carry ``"x-decision-questions": [...]``, questions in the API's own
+  shape, each with a ``name``; they are sent as they are.
+
+A property's ``description`` is the question's instructions.  A required property that maps to
+no question type (free text, say) is refused with ``ModelError("bad_request")`` naming it; an
+optional one is left out.  The reply's ``text`` is the JSON object ``{name: answer}``, so it
+validates against the schema like any other provider's, and :class:`DecisionReply` adds every
+answer's probabilities and confidence for rules with a ``threshold``.  A required question the
+model declines → ``ModelError("refusal")`` naming it.  Requests with tools are refused
+(``bad_request``): the Decisions API calls none.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .base import ImagePart, Message, ModelError, ModelReply, ModelRequest
+from .common import HTTPModelProvider, ImageLimits, data_url, openai_usage, to_plain
+
+BREAKPOINT: dict[str, str] = {"mode": "explicit"}
+
+
+@dataclass(frozen=True)
+class DecisionAnswer:
+    name: str
+    type: str  # predicate | choice | score | refusal
+    value: Any = None
+    probability: float | None = None  # predicate: P(true)
+    confidence: float | None = None  # choice / score
+    probabilities: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DecisionReply(ModelReply):
+    """A :class:`ModelReply` whose ``text`` is ``{name: answer}`` JSON, plus the detail."""
+
+    answers: tuple[DecisionAnswer, ...] = ()
+
+    def answer(self, name: str) -> DecisionAnswer | None:
+        return next((a for a in self.answers if a.name == name), None)
+
+
+class OpenAIDecisionsProvider(HTTPModelProvider):
+    """``provider: openai_decisions`` — typed monitor answers from ``/v1/decisions``."""
+
+    name = "openai_decisions"
+    default_limits = ImageLimits(max_side=1024, max_pixels=1024 * 1024, max_images=50,
+                                 max_bytes=20 * 1024 * 1024)
+
+    def __init__(self, *, image_detail: str = "high", **kwargs: Any) -> None:
+        self.image_detail = image_detail
+        super().__init__(**kwargs)
+
+    def _make_client(self, api_key: str, base_url: str | None) -> Any:
+        import openai
+
+        return openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
+                             timeout=self.timeout_s)
+
+    # ------------------------------------------------------------------ request
+    def _build(self, request: ModelRequest) -> dict[str, Any]:
+        if request.response_schema is None:
+            raise ModelError("bad_request", "openai_decisions answers typed questions only: "
+                             "the request has no response_schema", model=self.model)
+        if request.tools:
+            raise ModelError("bad_request", "openai_decisions calls no tools; the request "
+                             f"offers {len(request.tools)}", model=self.model)
+        questions = schema_to_questions(request.response_schema)
+        items: list[dict[str, Any]] = []
+        if request.system:
+            items.append({"role": "system", "content": [
+                {"type": "input_text", "text": request.system,
+                 "prompt_cache_breakpoint": dict(BREAKPOINT)}]})
+        items.extend(self._input(request.messages))
+        if not items:
+            raise ModelError("bad_request", "the request has no messages", model=self.model)
+        return {"model": self.model, "input": items, "questions": questions}
+
+    def _input(self, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        for m in messages:
+            if m.role == "assistant":
+                if m.text().strip():
+                    items.append({"role": "assistant", "content": m.text()})
+                for c in m.tool_calls:
+                    items.append({"type": "function_call", "call_id": c.id, "name": c.name,
+                                  "arguments": json.dumps(c.arguments)})
+            elif m.role == "tool":
+                parts = self._parts(m.content)
+                text = m.text()
+                if m.is_error:
+                    text = f"ERROR: {text}" if text else "ERROR"
+                    parts = [{"type": "input_text", "text": text}] + [
+                        p for p in parts if p["type"] == "input_image"]
+                items.append({"type": "function_call_output", "call_id": m.tool_call_id,
+                              "output": parts if any(p["type"] == "input_image" for p in parts)
+                              else text})
+            else:
+                items.append({"role": "user", "content": self._parts(m.content) or "(empty)"})
+        return items
+
+    def _parts(self, content: tuple[Any, ...]) -> list[dict[str, Any]]:
+        parts: list[dict[str, Any]] = []
+        for p in content:
+            if isinstance(p, ImagePart):
+                if p.label:
+                    parts.append({"type": "input_text", "text": p.label})
+                parts.append({"type": "input_image", "image_url": data_url(p),
+                              "detail": self.image_detail})
+            elif p.text:
+                parts.append({"type": "input_text", "text": p.text})
+        return parts
+
+    # ------------------------------------------------------------------ transport
+    def _send(self, params: dict[str, Any], timeout_s: float, deadline: float) -> Any:
+        return to_plain(self._client.decisions.create(**params, timeout=timeout_s))
+
+    # ------------------------------------------------------------------ reply
+    def _parse(self, raw: Any, request: ModelRequest) -> DecisionReply:
+        answers = raw.get("answers") if isinstance(raw, dict) else None
+        if not isinstance(answers, list):
+            raise ModelError("malformed", "reply has no answers list", model=self.model)
+        if not answers:
+            raise ModelError("empty", "reply has no answers", model=self.model)
+        schema = request.response_schema or {}
+        questions = schema_to_questions(schema)
+        if len(answers) != len(questions):
+            raise ModelError("malformed", f"{len(answers)} answers for {len(questions)} "
+                             "questions", model=self.model)
+        required = set(schema.get("required", [])) if "x-decision-questions" not in schema \
+            else {q["name"] for q in questions}
+        out: dict[str, Any] = {}
+        detail: list[DecisionAnswer] = []
+        refused: list[str] = []
+        for q, a in zip(questions, answers, strict=True):
+            if not isinstance(a, dict):
+                raise ModelError("malformed", f"answer to {q['name']!r} is not an object",
+                                 model=self.model)
+            ans = _read_answer(q, a)
+            detail.append(ans)
+            if ans.type == "refusal":
+                if q["name"] in required:
+                    refused.append(q["name"])
+                continue
+            out[q["name"]] = ans.value
+        if refused:
+            raise ModelError("refusal", f"the model declined to answer {', '.join(refused)}",
+                             model=self.model)
+        u = raw.get("usage") or {}
+        details = u.get("input_tokens_details") or {}
+        usage = openai_usage(u.get("input_tokens"), u.get("output_tokens"),
+                             details.get("cached_tokens"), details.get("cache_write_tokens"))
+        return DecisionReply(text=json.dumps(out), usage=usage,
+                             model=str(raw.get("model") or self.model), stop_reason="answered",
+                             answers=tuple(detail))
+
+
+def _read_answer(q: dict[str, Any], a: dict[str, Any]) -> DecisionAnswer:
+    name, t = q["name"], a.get("type")
+    if t == "refusal":
+        return DecisionAnswer(name, "refusal")
+    if t != q["type"]:
+        raise ModelError("malformed", f"answer to {name!r} is a {t}, the question a {q['type']}")
+    if t == "predicate":
+        p = float(a["probability"])
+        return DecisionAnswer(name, t, p >= 0.5, probability=p)
+    probs = {str(x.get("value") if t == "choice" else x.get("label")): float(x["probability"])
+             for x in a.get("probabilities") or [] if isinstance(x, dict)}
+    if t == "choice":
+        return DecisionAnswer(name, t, a["choice"], confidence=_float(a.get("confidence")),
+                              probabilities=probs)
+    levels = list(q.get("levels") or [])
+    score = float(a["score"])
+    value = int(min(max(round(score), 0), max(len(levels) - 1, 0)))
+    return DecisionAnswer(name, t, value, confidence=_float(a.get("confidence")),
+                          probabilities=probs)
+
+
+def _float(v: Any) -> float | None:
+    return None if v is None else float(v)
+
+
+def schema_to_questions(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """Decisions API questions for a typed-answer schema (see the module docstring)."""
+    verbatim = schema.get("x-decision-questions")
+    if verbatim is not None:
+        if not isinstance(verbatim, list) or not verbatim or not all(
+                isinstance(q, dict) and q.get("name") and q.get("type") for q in verbatim):
+            raise ModelError("bad_request", "x-decision-questions must be a non-empty list of "
+                             "questions, each with a name and a type")
+        return [dict(q) for q in verbatim]
+    props = schema.get("properties")
+    if not isinstance(props, dict) or not props:
+        raise ModelError("bad_request", "response_schema must be an object schema with "
+                         "properties for openai_decisions")
+    required = set(schema.get("required", []))
+    questions: list[dict[str, Any]] = []
+    for name, prop in props.items():
+        q = _question(name, prop if isinstance(prop, dict) else {})
+        if q is None:
+            if name in required:
+                raise ModelError("bad_request", (
+                    f"response_schema property {name!r} is neither a boolean, an enum nor an "
+                    "integer with x-levels, so openai_decisions cannot ask it (make it optional "
+                    "or use openai_responses)"))
+            continue
+        questions.append(q)
+    if not questions:
+        raise ModelError("bad_request", "response_schema has no property openai_decisions "
+                         "can ask")
+    return questions
+
+
+def _question(name: str, prop: dict[str, Any]) -> dict[str, Any] | None:
+    instructions = str(prop.get("description") or name)
+    if "enum" in prop or "oneOf" in prop or "anyOf" in prop:
+        descs = prop.get("x-choice-descriptions") or {}
+        choices: list[dict[str, Any]] = []
+        if "enum" in prop:
+            for v in prop["enum"]:
+                if not isinstance(v, (str, bool)):
+                    return None
+                c: dict[str, Any] = {"value": v}
+                if str(v) in descs:
+                    c["description"] = str(descs[str(v)])
+                choices.append(c)
+        else:
+            for opt in prop.get("oneOf") or prop.get("anyOf") or []:
+                if not isinstance(opt, dict) or not isinstance(opt.get("const"), (str, bool)):
+                    return None
+                c = {"value": opt["const"]}
+                if opt.get("description"):
+                    c["description"] = str(opt["description"])
+                choices.append(c)
+        if len(choices) < 2:
+            return None
+        return {"type": "choice", "name": name, "instructions": instructions,
+                "choices": choices}
+    if prop.get("type") == "boolean":
+        return {"type": "predicate", "name": name, "instructions": instructions}
+    levels = prop.get("x-levels")
+    if prop.get("type") == "integer" and isinstance(levels, list) and len(levels) >= 2:
+        out = []
+        for lv in levels:
+            if isinstance(lv, dict) and lv.get("label"):
+                out.append({k: str(v) for k, v in lv.items() if k in ("label", "description")})
+            else:
+                out.append({"label": str(lv)})
+        return {"type": "score", "name": name, "instructions": instructions, "levels": out}
+    return None

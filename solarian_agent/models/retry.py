@@ -1,0 +1,132 @@
+"""Bounded retries with exponential backoff and jitter, shared by every HTTP model provider.
+
+Only this layer retries: the SDK clients are built with ``max_retries=0``.  A call is retried
+when its :class:`~solarian_agent.models.base.ModelError` is ``retryable`` (rate limited, a 5xx,
+a timeout, a dropped connection), at most ``RetryPolicy.max_retries`` times, sleeping through
+an injectable ``sleep`` so tests never really wait.  A server's ``retry-after`` /
+``retry-after-ms`` hint replaces the computed delay; a hint longer than
+``RetryPolicy.max_retry_after_s`` ends the call at once instead of stalling the caller.  The
+error that finally escapes carries ``attempts`` (how many requests were sent).
+
+Perception calls (``purpose="vision"``) never retry: seed 001 allows one acquisition and one
+interpretation per call, so the provider gives them a policy with ``max_retries=0``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+from .base import ModelError
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+class TransientModelError(ModelError):
+    """A :class:`ModelError` carrying the server's ``retry-after`` hint, in seconds."""
+
+    def __init__(self, kind: str, message: str, *, model: str = "", attempts: int = 1,
+                 retry_after_s: float | None = None) -> None:
+        super().__init__(kind, message, model=model, attempts=attempts)
+        self.retry_after_s = retry_after_s
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long to wait between attempts.
+
+    Delay before retry ``i`` (0-based) without a server hint:
+    ``min(max_delay_s, base_delay_s * 2**i)`` scaled by a random factor in
+    ``[1 - jitter, 1]``.
+    """
+
+    max_retries: int = 3
+    base_delay_s: float = 0.5
+    max_delay_s: float = 20.0
+    max_retry_after_s: float = 60.0
+    jitter: float = 0.5
+
+    def delay(self, retry_index: int, retry_after_s: float | None,
+              rng: random.Random) -> float | None:
+        """Seconds to wait before the next attempt, or None to give up now."""
+        if retry_after_s is not None:
+            if retry_after_s > self.max_retry_after_s:
+                return None
+            return max(0.0, retry_after_s)
+        d = min(self.max_delay_s, self.base_delay_s * (2.0 ** min(retry_index, 30)))
+        return d * (1.0 - self.jitter * rng.random())
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds from ``retry-after-ms``, ``retry-after`` (seconds or an HTTP date), else None."""
+    if not headers:
+        return None
+    lower = {str(k).lower(): str(v) for k, v in headers.items()}
+    ms = lower.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    ra = lower.get("retry-after")
+    if ra is None:
+        return None
+    try:
+        return max(0.0, float(ra))
+    except ValueError:
+        pass
+    parsed = email.utils.parsedate_tz(ra)
+    if parsed is None:
+        return None
+    return max(0.0, float(email.utils.mktime_tz(parsed)) - time.time())
+
+
+def call_with_retries(
+    attempt: Callable[[int], T],
+    *,
+    policy: RetryPolicy,
+    sleep: Callable[[float], None] = time.sleep,
+    rng: random.Random | None = None,
+    model: str = "",
+    label: str = "model call",
+) -> T:
+    """Run ``attempt(n)`` (n = 1, 2, ...) until it returns, retrying retryable ModelErrors.
+
+    Anything other than a :class:`ModelError` propagates unchanged (a provider maps SDK
+    exceptions before they get here).  The final error is a fresh ``ModelError`` of the same
+    kind with ``attempts`` set.
+    """
+    rng = rng or random.Random()
+    n = 0
+    while True:
+        n += 1
+        try:
+            return attempt(n)
+        except ModelError as e:
+            err = e
+        retry_after = err.retry_after_s if isinstance(err, TransientModelError) else None
+        if not err.retryable or n > policy.max_retries:
+            raise _final(err, n, model)
+        delay = policy.delay(n - 1, retry_after, rng)
+        if delay is None:
+            raise ModelError(
+                err.kind,
+                f"{err.message} (the server asked to wait {retry_after:.0f} s, longer than the "
+                f"{policy.max_retry_after_s:.0f} s this provider waits)",
+                model=err.model or model, attempts=n)
+        log.warning("%s failed (%s), attempt %d of %d; retrying in %.2f s",
+                    label, err.kind, n, policy.max_retries + 1, delay)
+        sleep(delay)
+
+
+def _final(err: ModelError, attempts: int, model: str) -> ModelError:
+    message = err.message
+    if attempts > 1:
+        message = f"{message} (gave up after {attempts} attempts)"
+    return ModelError(err.kind, message, model=err.model or model, attempts=attempts)

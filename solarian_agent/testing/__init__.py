@@ -1,0 +1,1 @@
+"""Documented test fakes that ship with the package (toy harness, fake model server, ...)."""

@@ -309,6 +309,8 @@ class SkillExecutor:
         p.handle.publish_feedback(SkillFeedback(ra.action_id, "started", 0.0))
         data: dict[str, Any] = {"skill": p.tool, "params": goal.params,
                                 "action_id": ra.action_id, "generation": goal.generation,
+                                "observation_id": goal.observation_id,
+                                "watch_for": list(goal.watch_for), "trackers": started_trackers,
                                 "start_s": round(self.clock.now() - t0, 4)}
         if spec.max_target_area is not None:
             data["target_area"] = target_area

@@ -976,7 +976,9 @@ class Planner:
         now = self.clock.now()
         for ps in list(turn.pending):
             st = ps.handle.status
-            if st == GoalStatus.EXECUTING or (st == GoalStatus.SUCCEEDED):
+            # the executor sends a "started" feedback when the skill starts: a skill that
+            # started and already ended counts as started; its end is handled as an event
+            if st == GoalStatus.EXECUTING or ps.handle.feedback is not None:
                 turn.pending.remove(ps)
                 turn.started_any = True
                 step = self.plan.claim(ps.tool, ps.action_id)

@@ -6,6 +6,7 @@ receives the request and returns either.  Every request is recorded for assertio
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Iterable
 from typing import Union
@@ -13,6 +14,9 @@ from typing import Union
 from .base import ModelError, ModelReply, ModelRequest, RecordedCall, ToolCall, Usage
 
 ScriptEntry = Union[ModelReply, ModelError, Callable[[ModelRequest], "ModelReply | ModelError"]]
+
+
+_call_ids = itertools.count(1)
 
 
 class ScriptExhausted(AssertionError):
@@ -70,8 +74,8 @@ def reply(text: str = "", *calls: tuple[str, dict[str, object]], usage: Usage | 
           ) -> ModelReply:
     """Build a reply: ``reply("ok", ("update_plan", {...}), ("observe", {}))``."""
     tool_calls = tuple(
-        ToolCall(id=f"call_{i}", name=name, arguments=dict(args))
-        for i, (name, args) in enumerate(calls)
+        ToolCall(id=f"call_{next(_call_ids)}", name=name, arguments=dict(args))
+        for name, args in calls
     )
     return ModelReply(text=text, tool_calls=tool_calls, usage=usage or Usage(100, 20),
                       model="scripted-model", stop_reason="tool_use" if calls else "end_turn")

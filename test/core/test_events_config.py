@@ -1,0 +1,84 @@
+import pytest
+
+from solarian_agent.core.config import AgentConfig, load_agent_config
+from solarian_agent.core.errors import ConfigError
+from solarian_agent.core.events import Event, EventQueue
+
+
+def ev(urgency="queue", content="x"):
+    return Event("user", "chat", content, urgency=urgency)
+
+
+def test_queue_drops_oldest_routine_event_never_interrupts():
+    q = EventQueue(3)
+    stop = ev("interrupt", "stop")
+    q.put(stop)
+    q.put(ev(content="a"))
+    q.put(ev(content="b"))
+    assert q.put(ev(content="c")) is True
+    assert [e.content for e in q.peek()] == ["stop", "b", "c"]
+    assert q.dropped_count == 1 and q.dropped[0].content == "a"
+
+
+def test_queue_full_of_interrupts_refuses_routine_but_keeps_new_interrupt():
+    q = EventQueue(2)
+    q.put(ev("interrupt", "i1"))
+    q.put(ev("interrupt", "i2"))
+    assert q.put(ev(content="routine")) is False
+    assert q.put(ev("interrupt", "i3")) is True
+    assert [e.content for e in q.drain()] == ["i2", "i3"]
+    assert q.dropped_count == 2
+
+
+def test_reject_new_overflow():
+    q = EventQueue(1, "reject_new")
+    assert q.put(ev(content="a"))
+    assert not q.put(ev(content="b"))
+    assert [e.content for e in q.drain()] == ["a"]
+
+
+def test_event_urgency_validated():
+    with pytest.raises(ValueError, match="urgency"):
+        Event("user", "chat", "x", urgency="soon")
+
+
+def test_shipped_controller_yaml_loads(repo_root):
+    cfg = load_agent_config(repo_root / "config" / "controller.yaml")
+    assert isinstance(cfg, AgentConfig)
+    assert cfg.planner.provider == "rules"
+    assert cfg.monitor is not None and cfg.monitor.close_ups["wrist"][0] == 0.2
+    assert cfg.planner_heartbeat_s is None
+
+
+@pytest.mark.parametrize(
+    "block, path, words",
+    [
+        ({"monitor": {"period_s": -1}}, "agent.monitor.period_s", "> 0"),
+        ({"monitor": {"provider": "gpt"}}, "agent.monitor.provider", "openai_responses"),
+        ({"budgets": {"max_turns": "many"}}, "agent.budgets.max_turns", "integer"),
+        ({"planner": {"api_key_env": "sk-abc123secret"}}, "agent.planner.api_key_env",
+         "environment variable"),
+        ({"monitor": {"close_ups": {"wrist": [0.5, 0.5, 0.2, 0.9]}}},
+         "agent.monitor.close_ups.wrist", "x0 < x1"),
+        ({"dry_run": "yes"}, "agent.dry_run", "true or false"),
+        ({"bogus": 1}, "agent.bogus", "allowed keys"),
+    ],
+)
+def test_invalid_config_names_path_and_allowed(block, path, words):
+    with pytest.raises(ConfigError) as e:
+        load_agent_config({"agent": block})
+    assert e.value.path == path
+    assert words in str(e.value)
+
+
+def test_config_is_frozen():
+    cfg = load_agent_config({"agent": {}})
+    with pytest.raises(AttributeError):
+        cfg.dry_run = True  # type: ignore[misc]
+
+
+def test_bad_yaml_file(tmp_path):
+    p = tmp_path / "c.yaml"
+    p.write_text("agent: [unclosed")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_agent_config(p)

@@ -15,7 +15,9 @@ model or on I/O.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 import threading
 import traceback
 from collections.abc import Callable, Mapping
@@ -117,6 +119,13 @@ class SkillExecutor:
                 ),
                 node=node,
             )
+        # the operator always wins: a takeover advances the generation here, where skills run,
+        # the moment it is published, so the running skill stops at the very next tick
+        # whatever the planner is doing
+        bus.subscribe(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT,
+                      callback=lambda ev: self.advance_generation(f"operator {ev.kind}",
+                                                                  "operator"),
+                      qos=QoS(depth=100), node=node)
         bus.create_service(names.TOOL_CATALOGUE, names.T_TOOL_CATALOGUE,
                            lambda _req: [s.as_dict() for s in self.specs.values()], node=node)
         bus.create_service(names.EXECUTOR_ADVANCE, names.T_ADVANCE_GENERATION,
@@ -418,18 +427,32 @@ def tool_schema(spec: ToolSpec) -> dict[str, Any]:
     return schema
 
 
+@functools.lru_cache(maxsize=256)
+def _validator(schema_json: str) -> Any:
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)  # once per schema, not per call
+    return cls(schema)
+
+
+def schema_error(schema: Mapping[str, Any], args: Mapping[str, Any], name: str) -> str:
+    """'' if ``args`` satisfy ``schema``, else a reason naming the tool and the bad field."""
+    try:
+        validator = _validator(json.dumps(schema, sort_keys=True))
+    except jsonschema.SchemaError as e:  # a skill bug, reported, not raised
+        return f"tool {name} has an invalid parameter schema: {e.message}"
+    err = jsonschema.exceptions.best_match(validator.iter_errors(dict(args)))
+    if err is None:
+        return ""
+    where = "/".join(str(p) for p in err.absolute_path) or "(arguments)"
+    return f"invalid arguments for {name} at {where}: {err.message}"
+
+
 def validate_params(spec: ToolSpec, params: Mapping[str, Any], *, model_facing: bool = False
                     ) -> str:
     """'' if params satisfy the skill's schema, else a reason naming the bad field."""
-    schema = tool_schema(spec) if model_facing else spec.parameters
-    try:
-        jsonschema.validate(dict(params), schema)
-    except jsonschema.ValidationError as e:
-        where = "/".join(str(p) for p in e.absolute_path) or "(arguments)"
-        return f"invalid arguments for {spec.name} at {where}: {e.message}"
-    except jsonschema.SchemaError as e:  # a skill bug, reported, not raised
-        return f"tool {spec.name} has an invalid parameter schema: {e.message}"
-    return ""
+    return schema_error(tool_schema(spec) if model_facing else spec.parameters, params,
+                        spec.name)
 
 
 def log_sink(emit: Callable[[str, dict[str, Any]], None]) -> Callable[[AgentEvent], None]:

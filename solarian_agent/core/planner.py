@@ -27,8 +27,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
-
 from ..models.base import (
     ImagePart,
     Message,
@@ -46,7 +44,7 @@ from .config import AgentConfig
 from .episode_log import EpisodeLog, Recorder, slug
 from .errors import ToolCallRejected
 from .events import Event, EventQueue
-from .executor import new_action_id, tool_schema, validate_params
+from .executor import new_action_id, schema_error, tool_schema, validate_params
 from .messages import (
     AgentEvent,
     AgentState,
@@ -426,16 +424,16 @@ class Planner:
         desc = ev.content + (f" {json.dumps(ev.context, default=str)}" if ev.context else "")
         self._log("operator_takeover", by="operator", action=ev.content, detail=ev.context)
         self.operator_actions.append(desc)
+        # the executor advanced the generation itself when the event was published; the
+        # planner only stops listening to its old decisions and adopts the new generation
+        self._adopt_generation()
         if self.status in ("running", "waiting_user"):
-            self._advance_generation(f"operator {ev.content}", "operator")
             self.status = "paused"
             self._log("run_paused", by="operator", reason=desc)
             self.turn = None  # a reply in flight belongs to the old generation: discarded
             self.continue_turn = False
             self.wake_reasons.clear()
             self._publish_state()
-        elif self.status == "paused":
-            self._advance_generation(f"operator {ev.content}", "operator")
 
     def _advance_generation(self, reason: str, by: str) -> None:
         try:
@@ -845,7 +843,7 @@ class Planner:
                                    f"{call.parse_error}")
         name, args = call.name, dict(call.arguments)
         if name in PLANNER_TOOLS:
-            err = _schema_error(PLANNER_TOOLS[name].parameters, args, name)
+            err = schema_error(PLANNER_TOOLS[name].parameters, args, name)
             if err:
                 raise ToolCallRejected(err)
         if name == "update_plan":
@@ -1067,15 +1065,6 @@ class Planner:
 # ----------------------------------------------------------------------------------------
 def _tool_msg(call: ToolCall, text: str, error: bool = False) -> Message:
     return Message("tool", (TextPart(text),), (), call.id, error)
-
-
-def _schema_error(schema: Mapping[str, Any], args: Mapping[str, Any], name: str) -> str:
-    try:
-        jsonschema.validate(dict(args), dict(schema))
-    except jsonschema.ValidationError as e:
-        where = "/".join(str(p) for p in e.absolute_path) or "(arguments)"
-        return f"invalid arguments for {name} at {where}: {e.message}"
-    return ""
 
 
 def _describe(spec: ToolSpec) -> str:

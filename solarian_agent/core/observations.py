@@ -45,9 +45,10 @@ class Observation:
 
 class MotionTracker:
     """When did the robot last move?  Fed with joint states; a joint counts as moving when it
-    changed by more than ``eps`` (rad, or m for the gripper) since the last reading."""
+    changed by more than ``eps`` (rad, or m for the gripper) since the last reading that
+    counted as movement: the last fraction of a degree of a move settling is not "moving"."""
 
-    def __init__(self, eps: float = 2e-3) -> None:
+    def __init__(self, eps: float = 0.01) -> None:
         self.eps = eps
         self._last: tuple[float, ...] | None = None
         self.last_moved: float = float("-inf")

@@ -105,6 +105,9 @@ PLANNER_TOOLS: dict[str, ToolDef] = {
                             "required": ["summary", "success"], "additionalProperties": False}),
 }
 
+FRESH_FRAME_WAIT_S = 0.5  # the longest a wake waits for a frame newer than the last motion
+SETTLE_S = 0.1  # the robot counts as still after this long without movement
+
 RUN_STATUSES = ("idle", "running", "paused", "waiting_user", "succeeded", "failed",
                 "cancelled", "budget_exhausted")
 
@@ -237,6 +240,7 @@ class Planner:
         self.summary = ""
         self.tool_failures: dict[str, int] = {}
         self._deferred: list[Event] = []
+        self._settle_since: float | None = None
         self._turn_cursor: int | None = None  # after run_continued: log only newer messages
 
         # graph endpoints ----------------------------------------------------------------
@@ -364,8 +368,29 @@ class Planner:
                 and now - self.last_activity >= hb):
             self._wake("heartbeat")
         if self.wake_reasons or self.continue_turn:
+            if self.wake_reasons and self._frames_settling(now):
+                return
             self._start_model_call()
         del gen
+
+    def _frames_settling(self, now: float) -> bool:
+        """Hold a wake back (at most ``FRESH_FRAME_WAIT_S``) until every camera has a frame
+        captured after the robot last moved, so the planner is not shown, and does not point
+        in, an image the harness would refuse as stale."""
+        if self._settle_since is None:
+            self._settle_since = now
+        if now - self._settle_since >= FRESH_FRAME_WAIT_S:
+            self._settle_since = None
+            return False
+        moved = self.observations.motion.last_moved
+        if now - moved < SETTLE_S:
+            return True  # still moving, or just stopped: the next frame would be stale
+        for sub in self._frames.values():
+            f = sub.latest()
+            if f is not None and f.stamp < moved:
+                return True
+        self._settle_since = None
+        return False
 
     # events ------------------------------------------------------------------------------
     def _handle_event(self, ev: Event) -> None:
@@ -492,8 +517,11 @@ class Planner:
             self.news.append(f"Action {res.action_id} ({tool}) has now stopped.")
             return
         if res.outcome == "succeeded":
+            extra = {k: v for k, v in res.data.items() if k != "reason"}
             self.news.append(f"Action {res.action_id} ({tool}) succeeded"
-                             + (f": {res.reason}" if res.reason else "."))
+                             + (f": {res.reason}" if res.reason else ".")
+                             + (f" Result: {json.dumps(extra, default=str)[:1500]}"
+                                if extra else ""))
             if self.actions:
                 return
             nxt = self.plan.next_step(self._needs_point(), set(self.specs))

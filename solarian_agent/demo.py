@@ -1,0 +1,205 @@
+"""``solarian-agent demo``: tidy the simulated table end to end in one process.
+
+Offline by default (the ``rules`` planner and the ``cv`` monitor read the rendered images, never
+the simulator's truth).  Prints progress a person can follow, writes the episode log, records a
+rosbag2 file, and exits 0 only if a final, fresh ``verify_state`` confirms the cup on the tray,
+the paper in the bin and the arm back home.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .core import names
+from .core.config import load_agent_config
+from .core.errors import ConfigError
+from .core.messages import AgentEvent, Generation, SkillGoal
+from .core.transport import LATCHED, QoS
+from .models.base import ModelConfigError
+
+DEFAULT_TASK = ("put the red cup on the tray and the yellow paper in the bin, then check the "
+                "table")
+
+
+class Printer:
+    """Turns agent events into lines a person can follow."""
+
+    def __init__(self, out: Any = sys.stdout, verbose: bool = False) -> None:
+        self.out = out
+        self.verbose = verbose
+
+    def __call__(self, ev: AgentEvent) -> None:
+        d = ev.data
+        k = ev.kind
+        line = ""
+        if k == "run_started":
+            line = f"run {d.get('run_id')} started: {d.get('task')!r}"
+        elif k == "planner_turn":
+            tools = ", ".join(d.get("tools") or []) or "(no tools)"
+            line = f"planner turn {d.get('turn', '')}: {tools}"
+            if d.get("error"):
+                line += f"  error: {d['error'].get('kind')}: {d['error'].get('message')}"
+        elif k == "plan_changed" and self.verbose:
+            line = "plan: " + " | ".join(f"{s['step']}.{s['status'][0]} {s['description']}"
+                                         for s in d.get("plan", []))
+        elif k == "plan_step":
+            line = f"  plan step {d.get('step')} started by the harness: {d.get('tool')}"
+        elif k == "skill_started":
+            line = f"  > {d.get('action_id')} {d.get('skill')} {json.dumps(d.get('params'))}"
+        elif k == "skill_ended":
+            line = (f"  < {d.get('action_id')} {d.get('skill')} {d.get('outcome')}"
+                    f" ({d.get('reason', '')}, {d.get('duration_s', 0):.1f} s)")
+        elif k == "action_ended" and d.get("tool") == "verify_state" and d.get("data"):
+            rep = d["data"].get("report", {})
+            line = "    verify_state: " + ", ".join(
+                f"{o}={rep[o]['location']}" for o in ("red_cup", "yellow_paper") if o in rep)
+        elif k == "monitor_answer" and (d.get("decision") or self.verbose):
+            line = (f"    monitor [{d.get('source')}] {d.get('question')}={d.get('value')} "
+                    f"p={d.get('probability', 0):.2f} {d.get('decision', '')}")
+        elif k == "tool_refused":
+            line = f"  refused {d.get('tool')}: {d.get('reason')}"
+        elif k == "target_rejected":
+            line = f"  target rejected: {d.get('reason')}"
+        elif k == "run_ended":
+            line = f"run ended: {d.get('status')} - {d.get('summary')} ({d.get('turns')} turns)"
+        if line:
+            print(line, file=self.out, flush=True)
+
+
+def final_check(system: Any, timeout_s: float = 5.0) -> dict[str, Any]:
+    """A fresh verify_state through the skill's own action server (not the planner's word)."""
+    gen = system.bus.subscribe(names.EXECUTOR_GENERATION, names.T_GENERATION, qos=LATCHED)
+    g = gen.latest()
+    generation = g.value if isinstance(g, Generation) else 1
+    h = system.bus.send_goal(names.skill_action("verify_state"),
+                             SkillGoal("verify_state", {}, generation, "final_check"))
+    system.run_until(lambda: h.done, timeout_s)
+    res = h.result
+    if res is None or res.outcome != "succeeded":
+        return {"ok": False, "reason": getattr(res, "reason", "verify_state did not finish")}
+    rep = res.data.get("report", {})
+    ok = (rep.get("red_cup", {}).get("location") == "tray"
+          and rep.get("yellow_paper", {}).get("location") == "bin"
+          and bool(res.data.get("arm_at_home")))
+    return {"ok": ok, "report": rep, "arm_at_home": res.data.get("arm_at_home"),
+            "frame_seq": res.data.get("frame_seq")}
+
+
+def _parse(argv: Sequence[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="solarian-agent demo", description=__doc__)
+    p.add_argument("task", nargs="?", default=DEFAULT_TASK)
+    p.add_argument("--seed", type=int, default=7, help="table layout and fault seed")
+    p.add_argument("--faults", type=float, default=0.0, metavar="P",
+                   help="probability of a (recoverable) failed grasp or slip per attempt")
+    p.add_argument("--planner", default=None,
+                   help="planner provider: rules (default), anthropic, openai")
+    p.add_argument("--monitor", default=None, help="monitor provider: cv (default), none, ...")
+    p.add_argument("--config", type=Path, default=None, help="controller.yaml to use")
+    p.add_argument("--out", type=Path, default=Path("recordings") / "controller",
+                   help="where episode logs go (default ./recordings/controller)")
+    p.add_argument("--record", dest="record", action="store_true", default=True,
+                   help="record a rosbag2 file of the run (default on)")
+    p.add_argument("--no-record", dest="record", action="store_false")
+    p.add_argument("--realtime", action="store_true", help="pace the simulation in real time")
+    p.add_argument("--timeout", type=float, default=600.0, help="simulated seconds allowed")
+    p.add_argument("-v", "--verbose", action="store_true")
+    return p.parse_args(list(argv))
+
+
+def main(argv: Sequence[str] = ()) -> int:
+    a = _parse(argv)
+    from .sim.faults import FaultConfig
+    from .system import build_sim_system, default_config_path, session_name
+
+    try:
+        cfg = load_agent_config(a.config or default_config_path())
+        if a.monitor == "none":
+            from dataclasses import replace
+
+            cfg = replace(cfg, monitor=None)
+        elif a.monitor:
+            from dataclasses import replace
+
+            assert cfg.monitor is not None
+            cfg = replace(cfg, monitor=replace(cfg.monitor, provider=a.monitor))
+        faults = FaultConfig(grasp_fail_p=a.faults, slip_p=a.faults / 2) if a.faults else None
+        system = build_sim_system(config=cfg, seed=a.seed, faults=faults,
+                                  planner_name=a.planner, log_root=a.out,
+                                  session=session_name(a.task, a.seed),
+                                  realtime=a.realtime or (a.planner not in (None, "rules")))
+    except (ConfigError, ModelConfigError) as e:
+        print(f"solarian-agent demo: {e}", file=sys.stderr)
+        return 2
+    printer = Printer(verbose=a.verbose)
+    system.bus.subscribe(names.AGENT_EVENTS, names.T_AGENT_EVENT, callback=printer,
+                         qos=QoS(depth=500))
+    bag = None
+    if a.record:
+        try:
+            from .ros.bag import BagRecorder  # type: ignore[attr-defined]
+
+            bag = BagRecorder.for_system(system)
+        except (ImportError, AttributeError) as e:
+            print(f"(rosbag recording unavailable: {e})", file=sys.stderr)
+    print(f"tidy-up demo: seed {a.seed}, faults {a.faults:g}, planner "
+          f"{system.planner.provider.name}, monitor "
+          f"{cfg.monitor.provider if cfg.monitor and system.monitor else 'none'}", flush=True)
+    system.planner.message(a.task)
+    finished = system.run_until(
+        lambda: system.planner.status not in ("idle", "running", "paused"), a.timeout)
+    status = system.planner.status
+    check = final_check(system)
+    ep_dir = system.planner.log.dir if system.planner.log is not None else None
+    if bag is not None:
+        bag.close(ep_dir)
+    truth = system.world.truth()
+    system.shutdown()
+    print(f"final fresh verify_state: {json.dumps(check.get('report', check))}, arm at home: "
+          f"{check.get('arm_at_home')}")
+    truth_ok = bool(truth["success"])
+    print(f"simulator truth (for the record, not used by the agent): success={truth_ok}")
+    if ep_dir is not None:
+        print(f"episode log: {ep_dir}")
+        if bag is not None:
+            print(f"rosbag: {bag.path}")
+    if not finished:
+        print(f"FAILED: the run did not end within {a.timeout:g} s (status {status})")
+        return 1
+    if not check["ok"] or not truth_ok:
+        print("FAILED: the table is not tidy")
+        return 1
+    print("OK: the table is tidy")
+    return 0
+
+
+def main_panel(argv: Sequence[str] = ()) -> int:  # pragma: no cover - interactive
+    from .ui.panel import serve_panel  # type: ignore[import-not-found]
+    from .system import build_sim_system
+
+    p = argparse.ArgumentParser(prog="solarian-agent panel")
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--seed", type=int, default=7)
+    a = p.parse_args(list(argv))
+    system = build_sim_system(seed=a.seed, realtime=True,
+                              log_root=Path("recordings") / "controller")
+    handle = serve_panel(system.bus, system.clock, "127.0.0.1", a.port)
+    print(f"operator panel on http://127.0.0.1:{a.port}/  (Ctrl+C to stop)")
+    try:
+        while True:
+            system.runtime.step()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        handle.stop()
+        system.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
+

@@ -1,0 +1,304 @@
+"""The offline ``cv`` vision backend: classical computer vision on the monitor's images.
+
+It answers the questions of the built-in skills it knows, from the pixels alone (never from the
+simulator's ground truth): the pick's ``progress`` choice (approaching / grasping / holding /
+failed), and the predicates ``held`` (also ``holding`` / ``grasped``) and ``released``.  Any other
+question gets no answer, so no rule can fire on it.
+
+What it measures, in the wrist camera's close-up (or whole view) of the current and previous
+frame:
+
+* the fingers: neutral-grey regions (saturation near 0) reaching the bottom or the sides of the
+  image; the two largest are the left and right finger (one merged region: closed);
+* the gap: the free columns between the fingers' inner edges in a band just below their tips;
+* the object: the largest strongly coloured region (HSV saturation and value above a floor);
+* ``fill``: the share of the gap, in the tip band, that the object covers; ``ratio``: the
+  object's width over the gap.
+
+Held: the object fills the gap and is about as wide as it (both fingers touch it).  Failed: the
+fingers are narrower than the object with it not filling the gap, closed on nothing, or they
+reopened.  Grasping: the gap shrank since the previous frame.  Approaching: otherwise, with the
+fingers open.  The probabilities are heuristic confidences: clear cases get 0.9, borderline ones
+0.55-0.7, so a rule's ``threshold`` keeps borderline ticks from acting.
+
+``describe`` reports the same measurements as text (which objects' colours are in view, where,
+and the finger gap), marked as classical measurements rather than a model's reading.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from ..models.base import ModelError
+from .vision import (
+    Description,
+    FrameForVision,
+    MonitorAnswer,
+    MonitorImage,
+    MonitorQuestion,
+    MonitorTickRequest,
+    TickReply,
+    predicate_answer,
+)
+
+HELD_NAMES = ("held", "holding", "grasped")
+RELEASED_NAMES = ("released", "let_go")
+PROGRESS_VALUES = frozenset({"approaching", "grasping", "holding", "failed"})
+
+_COLOURS = (  # hue ranges (OpenCV 0-180) for naming a coloured region
+    ((0, 10), "red"), ((170, 180), "red"), ((10, 22), "orange"), ((22, 38), "yellow"),
+    ((38, 85), "green"), ((85, 130), "blue"), ((130, 170), "purple"),
+)
+
+
+@dataclass(frozen=True)
+class GripView:
+    """Measurements of one frame (pixels of the image as sent)."""
+
+    width: int
+    height: int
+    fingers: int  # 0, 1 (merged: closed) or 2
+    gap: float  # px between the fingers' inner edges in the tip band (0 when closed)
+    tip_y: int  # the fingers' top row (-1: none)
+    object_area: int
+    object_width: int
+    object_box: tuple[int, int, int, int] | None
+    fill: float  # share of the gap columns in the tip band covered by the object
+    object_hue: float
+
+    @property
+    def ratio(self) -> float:
+        return self.object_width / self.gap if self.gap > 0 else float("inf")
+
+
+def finger_mask(img: np.ndarray) -> np.ndarray:
+    blur = cv2.medianBlur(img, 3)
+    hsv = cv2.cvtColor(blur, cv2.COLOR_BGR2HSV)
+    s, v = hsv[..., 1], hsv[..., 2]
+    return ((s <= 16) & (v >= 70) & (v <= 175)).astype(np.uint8)
+
+
+def object_mask(img: np.ndarray) -> np.ndarray:
+    hsv = cv2.cvtColor(img, cv2.COLOR_BGR2HSV)
+    return ((hsv[..., 1] > 90) & (hsv[..., 2] > 60)).astype(np.uint8)
+
+
+def measure(img: np.ndarray) -> GripView:
+    h, w = img.shape[:2]
+    fm = finger_mask(img)
+    n, labels, stats, cents = cv2.connectedComponentsWithStats(fm, 8)
+    cands = []
+    min_area = max(20, int(0.004 * h * w))
+    for i in range(1, n):
+        x, y, bw, bh, area = (int(v) for v in stats[i])
+        touches = y + bh >= h - 1 or x <= 0 or x + bw >= w - 1
+        if area >= min_area and touches and y + bh >= h * 0.6:
+            cands.append((area, i))
+    cands.sort(reverse=True)
+    fingers = [i for _, i in cands[:2]]
+    om = object_mask(img)
+    on, olabels, ostats, _ = cv2.connectedComponentsWithStats(om, 8)
+    obj_area, obj_w, obj_box, hue = 0, 0, None, -1.0
+    if on > 1:
+        j = 1 + int(np.argmax(ostats[1:, cv2.CC_STAT_AREA]))
+        if ostats[j, cv2.CC_STAT_AREA] >= 15:
+            x, y, bw, bh, area = (int(v) for v in ostats[j])
+            obj_area, obj_w, obj_box = area, bw, (x, y, x + bw - 1, y + bh - 1)
+            hsv = cv2.cvtColor(img, cv2.COLOR_BGR2HSV)
+            hue = float(np.median(hsv[..., 0][olabels == j]))
+    if not fingers:
+        return GripView(w, h, 0, 0.0, -1, obj_area, obj_w, obj_box, 0.0, hue)
+    tops = [int(stats[i, cv2.CC_STAT_TOP]) for i in fingers]
+    if len(fingers) == 1:
+        return GripView(w, h, 1, 0.0, tops[0], obj_area, obj_w, obj_box, 0.0, hue)
+    a, b = fingers
+    left, right = (a, b) if cents[a][0] <= cents[b][0] else (b, a)
+    tip = max(tops)
+    band = range(tip + 2, min(h, tip + 2 + max(6, h // 12)))
+    gaps, fills = [], []
+    for y in band:
+        row = labels[y]
+        lx = np.nonzero(row == left)[0]
+        rx = np.nonzero(row == right)[0]
+        if lx.size == 0 or rx.size == 0:
+            continue
+        x0, x1 = int(lx.max()) + 1, int(rx.min())
+        if x1 <= x0:
+            gaps.append(0.0)
+            continue
+        gaps.append(float(x1 - x0))
+        fills.append(float(om[y, x0:x1].mean()))
+    if not gaps:
+        return GripView(w, h, 2, 0.0, tip, obj_area, obj_w, obj_box, 0.0, hue)
+    gap = float(np.median(gaps))
+    fill = float(np.median(fills)) if fills else 0.0
+    return GripView(w, h, 2 if gap > 0 else 1, gap, tip, obj_area, obj_w, obj_box, fill, hue)
+
+
+def held_score(v: GripView) -> float:
+    """The probability-like confidence that the object is pinched between the fingers."""
+    if v.fingers < 2 or v.gap <= 0 or v.object_area == 0:
+        return 0.05
+    if v.fill >= 0.75 and 0.82 <= v.ratio <= 1.1:
+        return 0.92
+    if v.fill >= 0.5 and 0.72 <= v.ratio <= 1.2:
+        return 0.65
+    return 0.08
+
+
+def progress(cur: GripView, prev: GripView | None) -> tuple[str, float, str] | None:
+    """The pick's phase from two frames: (value, confidence, what was measured)."""
+    if cur.fingers == 0:
+        return None
+    gap0 = prev.gap if prev is not None and prev.fingers > 0 else None
+    shrink = (gap0 - cur.gap) / gap0 if gap0 else 0.0
+    closing = gap0 is not None and cur.gap < gap0 - max(2.0, 0.025 * gap0)
+    opening = gap0 is not None and cur.gap > gap0 + max(2.0, 0.04 * max(gap0, 1.0))
+    held = held_score(cur)
+    seen = cur.object_area > 0
+    detail = (f"gap {cur.gap:.0f}px" + (f" (was {gap0:.0f})" if gap0 is not None else "")
+              + f", object {cur.object_width}px wide, fills {cur.fill:.0%} of the gap")
+    if cur.fingers == 1 or cur.gap < 0.03 * cur.width:
+        p = 0.9 if not seen or cur.fill < 0.5 else 0.75
+        return "failed", p, "the fingers are closed with nothing between them; " + detail
+    if held >= 0.9 and shrink <= 0.02:
+        return "holding", 0.9, "the object fills the gap and both fingers touch it; " + detail
+    if held >= 0.9 and shrink <= 0.06:
+        return "holding", 0.85, "the fingers stopped on the object; " + detail
+    if opening and held < 0.5 and seen:
+        return "failed", 0.8, "the fingers reopened; " + detail
+    if seen and cur.ratio > 1.12:
+        return ("failed", 0.85 if closing else 0.75,
+                "the fingers are narrower than the object; " + detail)
+    if closing and shrink > 0.08 and seen and cur.ratio >= 0.97:
+        return "failed", 0.7, "the fingers close past the object's width; " + detail
+    if closing and seen and cur.fill < 0.5 and cur.ratio > 0.95:
+        return "failed", 0.7, "the fingers close beside the object; " + detail
+    if closing:
+        return "grasping", 0.85 if held < 0.5 else 0.65, "the fingers are closing; " + detail
+    if held >= 0.6:
+        return "holding", held, detail
+    if prev is not None and seen and cur.object_area > prev.object_area * 1.05:
+        return "approaching", 0.85, "the object grows: closer; " + detail
+    return "approaching", 0.6, detail
+
+
+class CvVisionBackend:
+    """The classical backend.  ``camera``: the camera whose images it reads (default: the
+    question's ``camera``, else the first close-up, else a camera named like ``wrist``, else the
+    first camera in the tick)."""
+
+    name = "cv"
+    model = "cv-grip-v1"
+    reads_images = True
+
+    def __init__(self, camera: str = "") -> None:
+        self.camera = camera
+
+    # monitor ticks -----------------------------------------------------------------------
+    def _pick_images(self, images: Sequence[MonitorImage], camera: str
+                     ) -> tuple[MonitorImage | None, MonitorImage | None]:
+        hist = [i for i in images if not i.reference]
+        cams = [i.camera for i in hist]
+        cam = camera or self.camera
+        if not cam or cam not in cams:
+            close = [i.camera for i in hist if i.close_up]
+            wrist = [c for c in cams if "wrist" in c]
+            cam = (close or wrist or cams or [""])[0]
+        mine = [i for i in hist if i.camera == cam]
+        if not mine:
+            return None, None
+        cur = mine[-1]
+        prev = mine[-2] if len(mine) > 1 else None
+        return cur, prev
+
+    @staticmethod
+    def _pixels(img: MonitorImage) -> np.ndarray:
+        if img.pixels is not None:
+            return img.pixels
+        arr = np.frombuffer(img.data, np.uint8)
+        out = cv2.imdecode(arr, cv2.IMREAD_COLOR)
+        if out is None:
+            raise ModelError("bad_request", f"{img.camera} {img.label}: image not decodable")
+        return out
+
+    def answer_one(self, q: MonitorQuestion, images: Sequence[MonitorImage]
+                   ) -> MonitorAnswer | None:
+        cur_img, prev_img = self._pick_images(images, getattr(q, "camera", ""))
+        if cur_img is None:
+            return None
+        cur = measure(self._pixels(cur_img))
+        prev = measure(self._pixels(prev_img)) if prev_img is not None else None
+        if q.type == "choice" and q.name == "progress" and set(q.values) <= PROGRESS_VALUES:
+            res = progress(cur, prev)
+            if res is None or res[0] not in q.values:
+                return None
+            return MonitorAnswer(q.name, res[0], res[1], res[2])
+        if q.type == "predicate" and q.name in HELD_NAMES:
+            if cur.fingers == 0:
+                return None
+            return predicate_answer(q.name, held_score(cur), f"gap {cur.gap:.0f}px, object "
+                                    f"fills {cur.fill:.0%} of it")
+        if q.type == "predicate" and q.name in RELEASED_NAMES:
+            if cur.fingers == 0:
+                return None
+            opened = prev is not None and cur.gap > prev.gap + 3
+            empty = cur.fill < 0.25
+            p = 0.9 if (empty and (opened or cur.gap > 0.2 * cur.width)) else (
+                0.6 if empty else 0.1)
+            return predicate_answer(q.name, p, f"gap {cur.gap:.0f}px, object fills "
+                                    f"{cur.fill:.0%} of it")
+        return None
+
+    def answer_tick(self, request: MonitorTickRequest, *, timeout_s: float) -> TickReply:
+        answers: dict[str, MonitorAnswer] = {}
+        problems: list[str] = []
+        for q in request.questions:
+            a = self.answer_one(q, request.images)
+            if a is None:
+                problems.append(f"{q.name}: the cv backend cannot answer this question")
+            else:
+                answers[q.name] = a
+        return TickReply(answers, model=self.model, problems=tuple(problems))
+
+    # descriptions ------------------------------------------------------------------------
+    def describe(self, frame: FrameForVision, focus: str, *, timeout_s: float) -> Description:
+        img = frame.pixels
+        if img is None:
+            img = cv2.imdecode(np.frombuffer(frame.data, np.uint8), cv2.IMREAD_COLOR)
+            if img is None:
+                raise ModelError("bad_request", "the frame is not a decodable image")
+        h, w = img.shape[:2]
+        om = object_mask(img)
+        hsv = cv2.cvtColor(img, cv2.COLOR_BGR2HSV)
+        n, labels, stats, cents = cv2.connectedComponentsWithStats(om, 8)
+        regions = []
+        for i in range(1, n):
+            area = int(stats[i, cv2.CC_STAT_AREA])
+            if area < max(30, 0.0005 * w * h):
+                continue
+            hue = float(np.median(hsv[..., 0][labels == i]))
+            name = next((c for (lo, hi), c in _COLOURS if lo <= hue < hi), "coloured")
+            cx, cy = cents[i]
+            where = (("top" if cy < h / 3 else "bottom" if cy > 2 * h / 3 else "middle") + "-"
+                     + ("left" if cx < w / 3 else "right" if cx > 2 * w / 3 else "centre"))
+            regions.append((area, f"a {name} region ({area / (w * h):.1%} of the frame) at "
+                                  f"the {where}, around pixel ({cx:.0f}, {cy:.0f})"))
+        regions.sort(reverse=True)
+        parts = [f"Classical measurement of a {w}x{h} frame (not a model's reading)."]
+        if focus:
+            parts.append(f"Focus asked: {focus}.")
+        parts.append("Coloured regions: " + ("; ".join(r for _, r in regions[:6])
+                                             if regions else "none") + ".")
+        g = measure(img)
+        if g.fingers:
+            parts.append(f"Gripper fingers in view, gap {g.gap:.0f}px; the largest coloured "
+                         f"region fills {g.fill:.0%} of the gap.")
+        return Description(" ".join(parts), model=self.model)
+
+
+__all__ = ["CvVisionBackend", "GripView", "held_score", "measure", "progress"]

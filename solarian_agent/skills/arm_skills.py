@@ -1,0 +1,377 @@
+"""The arm skills of the tidy-up task, each with the seed's skill contract.
+
+Every motion is a sequence of joint-space waypoints; a waypoint ends by :class:`Arrival`
+(within tolerance, or nothing moved for 0.3 s counted from 0.5 s after the send), so a skill
+never waits a fixed time.  Skills only send targets; the arm driver enforces joint, speed and
+step limits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from ..arm.kinematics import ARM_JOINTS, GRIPPER_JOINT
+from ..core.errors import ConfigError, SkillFailed
+from ..core.skill import Arrival, Skill, ToolSpec, TrackerRequest
+from ..perception import scene
+from .ports import ArmPort, CameraPort
+
+JOINT_TOL = math.radians(2.0)  # "2 units" for joints: 2 degrees
+GRIPPER_TOL = 0.002  # 2 mm of aperture
+CART_TOL_MM = 5.0
+PITCH_TOL = 0.05
+GRIPPER_OPEN = 0.055
+HELD_MIN_APERTURE = 0.005  # fingers stopped at least 5 mm apart: something is between them
+
+# the monitor questions (seed 003, "Monitor questions"), answered by any vision backend
+PICK_MONITOR: tuple[dict[str, Any], ...] = (
+    {
+        "name": "progress", "type": "choice", "camera": "wrist",
+        "instructions": "Which phase the pick is in. Compare the previous close-up with the "
+                        "current one.",
+        "choices": {
+            "approaching": "The fingers are open, the target lies ahead of them, and it looks "
+                           "larger (closer) in the current close-up than in the previous one.",
+            "grasping": "The fingers are down at the target and closing on it: they are "
+                        "closer together in the current close-up than in the previous one.",
+            "holding": "The target is pinched between the fingers: it sits between them and "
+                       "both fingers touch it.",
+            "failed": "The fingers are closer together than the target is wide, with nothing "
+                      "between them, or they reopened.",
+        },
+        "when": [
+            {"do": "escalate", "value": "failed", "threshold": 0.8, "consecutive": 2,
+             "after_s": 6},
+        ],
+    },
+)
+PLACE_MONITOR: tuple[dict[str, Any], ...] = (
+    {
+        "name": "released", "type": "predicate", "camera": "wrist",
+        "instructions": "Has the gripper let go of the object: the fingers are open and "
+                        "nothing sits between them?",
+    },
+)
+
+
+def load_poses(path: Path | None = None) -> dict[str, dict[str, Any]]:
+    from ..arm.kinematics import default_urdf_path
+
+    if path is None:
+        path = default_urdf_path().parent.parent / "config" / "skills" / "move.yaml"
+    try:
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except FileNotFoundError as e:
+        raise ConfigError(str(path), "poses file not found") from e
+    poses = doc.get("poses")
+    if not isinstance(poses, dict) or not poses:
+        raise ConfigError(f"{path}:poses", "must be a mapping of named poses")
+    for name, p in poses.items():
+        j = p.get("joints") if isinstance(p, dict) else None
+        if not isinstance(j, dict) or set(j) != set(ARM_JOINTS):
+            raise ConfigError(f"{path}:poses.{name}.joints",
+                              f"must give exactly the joints {', '.join(ARM_JOINTS)}")
+        if not isinstance(p.get("description"), str):
+            raise ConfigError(f"{path}:poses.{name}.description", "must be a string")
+    return poses
+
+
+@dataclass
+class Waypoint:
+    target: dict[str, float]
+    phase: str
+    tolerances: dict[str, float] = field(default_factory=dict)
+
+
+class MotionSkill(Skill):
+    """Runs a list of waypoints, each ended by :class:`Arrival`."""
+
+    def arm(self) -> ArmPort:
+        return self.ctx.port("arm")  # type: ignore[no-any-return]
+
+    def plan_waypoints(self) -> list[Waypoint]:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        self.waypoints = self.plan_waypoints()
+        self.index = -1
+        self.arrival: Arrival | None = None
+        self._next()
+
+    def _next(self) -> None:
+        self.index += 1
+        if self.index >= len(self.waypoints):
+            self.on_done()
+            return
+        wp = self.waypoints[self.index]
+        self.arm().command(wp.target)
+        targets = {k: (v, wp.tolerances.get(k, GRIPPER_TOL if k == GRIPPER_JOINT
+                                            else JOINT_TOL))
+                   for k, v in wp.target.items()}
+        self.arrival = Arrival(targets, self.ctx.clock.now())
+        self.feedback(wp.phase, self.index / max(1, len(self.waypoints)))
+
+    def tick(self) -> None:
+        if self.done or self.arrival is None:
+            return
+        if self.arrival.check(self.arm().fields(), self.ctx.clock.now()):
+            self.after_waypoint(self.waypoints[self.index], self.arrival.reason)
+            if not self.done:
+                self._next()
+
+    def after_waypoint(self, wp: Waypoint, reason: str) -> None:
+        """Hook: check something after a waypoint (may call fail())."""
+
+    def on_done(self) -> None:
+        self.finish(reason="arrived")
+
+    def on_stop(self, reason: str) -> None:
+        self.arm().hold()
+
+
+def _joints(q5: np.ndarray) -> dict[str, float]:
+    return {n: float(v) for n, v in zip(ARM_JOINTS, q5, strict=True)}
+
+
+class MoveSkill(MotionSkill):
+    """move_to_pose: named poses from config, a delta nudge, or a gripper aperture, as the
+    binding's ``offer`` says (pose | delta | gripper | fixed)."""
+
+    parameters: Any = {}
+    max_duration_s = 20.0
+
+    @classmethod
+    def tool_spec(cls, bound: Mapping[str, Any]) -> ToolSpec:
+        offer = bound.get("offer", "pose")
+        if offer == "pose":
+            poses = load_poses(bound.get("poses_file"))
+            desc = ("Move the arm to a named pose: " + "; ".join(
+                f"{n}: {p['description']}" for n, p in poses.items())
+                + ". Ends when the arm gets there.")
+            params = {"type": "object", "properties": {"pose": {"enum": sorted(poses)}},
+                      "required": ["pose"], "additionalProperties": False}
+        elif offer == "delta":
+            desc = ("Nudge the gripper tip by a few millimetres (dx forward, dy left, dz up), "
+                    "keeping its pitch.")
+            ax = {"type": "number", "minimum": -50, "maximum": 50}
+            params = {"type": "object", "properties": {"dx_mm": ax, "dy_mm": ax, "dz_mm": ax},
+                      "additionalProperties": False}
+        elif offer == "gripper":
+            desc = "Open or close the gripper to an aperture in millimetres (0 closed, 55 open)."
+            params = {"type": "object", "properties": {"aperture_mm": {
+                "type": "number", "minimum": 0, "maximum": 60}},
+                "required": ["aperture_mm"], "additionalProperties": False}
+        elif offer == "fixed":
+            desc = bound.get("description")
+            params = {"type": "object", "properties": {}, "additionalProperties": False}
+        else:
+            raise ConfigError("tools.move.offer",
+                              f"{offer!r} is not allowed; allowed values: pose, delta, "
+                              "gripper, fixed")
+        return ToolSpec(name="", description=desc, parameters=params,
+                        max_duration_s=cls.max_duration_s, resources=("arm",))
+
+    def plan_waypoints(self) -> list[Waypoint]:
+        offer = self.params.get("offer", "pose")
+        arm = self.arm()
+        q = arm.q()
+        if offer in ("pose", "fixed"):
+            name = self.params.get("pose", "home")
+            poses = load_poses(self.params.get("poses_file"))
+            if name not in poses:
+                self.fail(f"unknown pose {name!r}; poses: {', '.join(poses)}")
+            p = poses[name]
+            target = {k: float(v) for k, v in p["joints"].items()}
+            if not self.params.get("keep_grip"):
+                target[GRIPPER_JOINT] = float(p.get("gripper", 0.0))
+            return [Waypoint(target, f"moving to {name}")]
+        if offer == "gripper":
+            return [Waypoint({GRIPPER_JOINT: float(self.params["aperture_mm"]) / 1000.0},
+                             "gripper")]
+        f = arm.fields(q)
+        xyz = np.array([f["x"] + self.params.get("dx_mm", 0.0),
+                        f["y"] + self.params.get("dy_mm", 0.0),
+                        f["z"] + self.params.get("dz_mm", 0.0)]) / 1000.0
+        return [Waypoint(_joints(arm.ik(xyz, q)), "nudging")]
+
+
+class PickSkill(MotionSkill):
+    description = ("Grasp one object and lift it. Point at the middle of the object in the "
+                   "newest overhead image.")
+    parameters = {"type": "object", "properties": {"point": {
+        "type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2,
+        "description": "[x, y] pixels on the object"}},
+        "required": ["point"], "additionalProperties": False}
+    image_points = ("point",)
+    camera = "overhead"
+    max_duration_s = 25.0
+    max_target_area = 0.05
+    monitor = PICK_MONITOR
+    examples = ({"params": {"point": [312, 240], "observation_id": "obs-3"},
+                 "when": "the red cup is at (312, 240) in obs-3"},)
+
+    @classmethod
+    def services_for(cls, params: Mapping[str, Any]) -> list[TrackerRequest]:
+        cam = params.get("camera", cls.camera)
+        return [TrackerRequest(f"{cam}.target", cam, "point")]
+
+    def target_xy(self) -> np.ndarray:
+        cam = self.params.get("camera", self.camera)
+        u, v = self.params["point"]
+        trackers = self.ctx.ports.get("trackers")
+        res = trackers.result(f"{cam}.target") if trackers is not None else None
+        if res is not None and res.mask is not None:
+            ys, xs = np.nonzero(res.mask)
+            u, v = float(xs.mean()), float(ys.mean())
+        cams: CameraPort = self.ctx.port("cameras")
+        return cams.unproject(cam, u, v, 0.0)[:2]
+
+    def plan_waypoints(self) -> list[Waypoint]:
+        arm = self.arm()
+        q = arm.q()
+        x, y = self.target_xy()
+        grasp_z = float(self.params.get("grasp_z", 0.015))
+        above = arm.ik((x, y, 0.09), q)
+        down = arm.ik((x, y, grasp_z), above)
+        lift = arm.ik((x, y, 0.12), down)
+        self.result["target_mm"] = [round(x * 1000, 1), round(y * 1000, 1)]
+        return [
+            Waypoint({GRIPPER_JOINT: GRIPPER_OPEN, **_joints(above)}, "approaching"),
+            Waypoint(_joints(down), "descending"),
+            Waypoint({GRIPPER_JOINT: 0.0}, "grasping"),
+            Waypoint(_joints(lift), "lifting"),
+        ]
+
+    def after_waypoint(self, wp: Waypoint, reason: str) -> None:
+        if wp.phase in ("grasping", "lifting"):
+            ap = self.arm().q()[5]
+            if ap < HELD_MIN_APERTURE:
+                self.fail("the gripper closed on nothing: the grasp missed or the object "
+                          "slipped out")
+
+    def on_done(self) -> None:
+        self.finish(reason="holding the object", aperture_mm=round(self.arm().q()[5] * 1000, 1))
+
+
+class PlaceSkill(MotionSkill):
+    description = ("Carry the held object to a point and let go of it there. Point at the "
+                   "middle of the tray or bin in the newest overhead image.")
+    parameters = PickSkill.parameters
+    image_points = ("point",)
+    camera = "overhead"
+    max_duration_s = 25.0
+    monitor = PLACE_MONITOR
+
+    def plan_waypoints(self) -> list[Waypoint]:
+        arm = self.arm()
+        q = arm.q()
+        if not arm.holding(HELD_MIN_APERTURE):
+            self.fail("nothing is held: pick the object first")
+        cam = self.params.get("camera", self.camera)
+        cams: CameraPort = self.ctx.port("cameras")
+        x, y = cams.unproject(cam, *self.params["point"], 0.0)[:2]
+        release_z = float(self.params.get("release_z", 0.13))
+        over = arm.ik((x, y, release_z), q)
+        self.result["target_mm"] = [round(x * 1000, 1), round(y * 1000, 1)]
+        return [
+            Waypoint(_joints(over), "carrying"),
+            Waypoint({GRIPPER_JOINT: GRIPPER_OPEN}, "releasing"),
+        ]
+
+    def on_done(self) -> None:
+        self.finish(reason="released the object")
+
+
+class HomeSkill(MoveSkill):
+    """home / home_holding: bound with ``keep_grip``."""
+
+    description = "Go to the safe home pose over the base (opens nothing; closes the gripper)."
+
+    @classmethod
+    def tool_spec(cls, bound: Mapping[str, Any]) -> ToolSpec:
+        desc = bound.get("description") or (
+            "Carry the held object to the home pose, keeping the grip." if bound.get("keep_grip")
+            else "Go to the safe home pose over the base.")
+        return ToolSpec(name="", description=desc, parameters={
+            "type": "object", "properties": {}, "additionalProperties": False},
+            max_duration_s=cls.max_duration_s, resources=("arm",))
+
+    def plan_waypoints(self) -> list[Waypoint]:
+        self.params = {**self.params, "offer": "fixed", "pose": self.params.get("pose", "home")}
+        return super().plan_waypoints()
+
+
+class StopSkill(Skill):
+    description = "Stop the arm where it is and hold still."
+    parameters = {"type": "object", "properties": {}, "additionalProperties": False}
+
+    def start(self) -> None:
+        self.ctx.port("arm").hold()
+        self.finish(reason="holding still")
+
+
+class VerifyState(Skill):
+    description = ("Take a fresh overhead image and report where each object is (table, tray, "
+                   "bin, not seen) and whether the arm is home. Use it to check a pick, a place "
+                   "or the whole task.")
+    parameters = {"type": "object", "properties": {}, "additionalProperties": False}
+    resources = ()
+    camera = "overhead"
+    max_duration_s = 5.0
+
+    def start(self) -> None:
+        self.t0 = self.ctx.clock.now()
+
+    def tick(self) -> None:
+        cams: CameraPort = self.ctx.port("cameras")
+        cam = self.params.get("camera", self.camera)
+        frame = cams.frame(cam)
+        if frame is None or frame.stamp <= self.t0:
+            return  # a fresh observation: captured after the check began
+        rep = scene.report(scene.detect(frame.data))
+        arm: ArmPort = self.ctx.port("arm")
+        from ..sim.world import HOME
+
+        q = arm.q()
+        at_home = bool(np.all(np.abs(q[:5] - np.array(HOME[:5])) < 0.05))
+        self.finish(reason="checked", report=rep, arm_at_home=at_home, frame_seq=frame.seq,
+                    observed_at=frame.stamp)
+
+
+class StallTripwire:
+    """check_agent_action: a pick or place whose arm and gripper stayed within a few
+    millimetres for 5 s fails and starts home_holding (seed 003, so106's tripwire)."""
+
+    def __init__(self, arm: ArmPort, tools: tuple[str, ...] = ("pick_object", "place_at"),
+                 still_mm: float = 3.0, still_s: float = 5.0) -> None:
+        self.arm = arm
+        self.tools = tools
+        self.still_mm = still_mm
+        self.still_s = still_s
+        self._ref: dict[str, tuple[np.ndarray, float]] = {}
+
+    def __call__(self, action_id: str, tool: str, elapsed_s: float
+                 ) -> tuple[str, str, str] | None:
+        if tool not in self.tools:
+            return None
+        try:
+            f = self.arm.fields()
+        except SkillFailed:
+            return None
+        p = np.array([f["x"], f["y"], f["z"], f["aperture_mm"]])
+        ref = self._ref.get(action_id)
+        if ref is None or np.abs(p - ref[0]).max() > self.still_mm:
+            self._ref[action_id] = (p, elapsed_s)
+            return None
+        if elapsed_s - ref[1] >= self.still_s:
+            self._ref.pop(action_id, None)
+            return ("fail", f"the arm and gripper have not moved for {self.still_s:g} s",
+                    "home_holding")
+        return None

@@ -1,0 +1,140 @@
+"""The ports skills are written against: the arm (joint commands out, joint states in, the
+kinematic model from the URDF) and the cameras (newest frames, pixel <-> table geometry).
+
+The same ports serve the simulator and the real arm: both publish ``joint_states`` and take
+``joint_commands`` on the bus, and both use ``urdf/so101.urdf`` for kinematics.  Commands go
+out as targets; the driver (sim or hardware) clamps them to joint, speed and step limits, so
+nothing a skill computes can move a servo outside them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..arm.kinematics import ARM_JOINTS, GRIPPER_JOINT, JOINT_NAMES, ArmModel
+from ..core import names
+from ..core.clock import Clock
+from ..core.errors import SkillFailed
+from ..core.messages import Image, JointCommand, JointState
+from ..core.transport import Bus, QoS
+
+
+class ArmPort:
+    def __init__(self, bus: Bus, clock: Clock, model: ArmModel, node: str = "skills") -> None:
+        self.bus = bus
+        self.clock = clock
+        self.model = model
+        self._pub = bus.publisher(names.JOINT_COMMANDS, names.T_JOINT_COMMAND, QoS(depth=10),
+                                  node=node)
+        self._js = bus.subscribe(names.JOINT_STATES, names.T_JOINT_STATE, qos=QoS(depth=1),
+                                 node=node)
+        self.last_command: dict[str, float] = {}
+
+    def state(self) -> JointState:
+        js = self._js.latest()
+        if js is None:
+            raise SkillFailed("no joint_states received yet: is the arm driver running?")
+        return js  # type: ignore[no-any-return]
+
+    def q(self) -> np.ndarray:
+        d = self.state().as_dict()
+        try:
+            return np.array([d[n] for n in JOINT_NAMES], dtype=float)
+        except KeyError as e:
+            raise SkillFailed(f"joint_states lacks joint {e.args[0]!r}") from None
+
+    def fields(self, q: np.ndarray | None = None) -> dict[str, float]:
+        """Flat readings: joints (rad), tip x/y/z (mm), pitch (rad), aperture_mm."""
+        qq = self.q() if q is None else q
+        xyz, pitch, _ = self.model.fk(qq[:5])
+        out = {n: float(v) for n, v in zip(JOINT_NAMES, qq, strict=True)}
+        out.update(x=float(xyz[0] * 1000), y=float(xyz[1] * 1000), z=float(xyz[2] * 1000),
+                   pitch=float(pitch), aperture_mm=float(qq[5] * 1000))
+        return out
+
+    def readings(self, js: JointState | None = None) -> dict[str, dict[str, float]]:
+        if js is None:
+            js = self._js.latest()
+        if js is None:
+            return {}
+        d = js.as_dict()
+        if any(n not in d for n in JOINT_NAMES):
+            return {"joints": {k: round(v, 4) for k, v in d.items()}}
+        f = self.fields(np.array([d[n] for n in JOINT_NAMES]))
+        return {"arm": {k: round(f[k], 1) for k in ("x", "y", "z")} | {
+                    "pitch": round(f["pitch"], 3)},
+                "gripper": {"aperture_mm": round(f["aperture_mm"], 1)},
+                "joints": {n: round(f[n], 3) for n in ARM_JOINTS}}
+
+    def command(self, target: Mapping[str, float] | Sequence[float],
+                max_velocity: float = 0.0) -> dict[str, float]:
+        if isinstance(target, Mapping):
+            t = {str(k): float(v) for k, v in target.items()}
+        else:
+            t = {n: float(v) for n, v in zip(JOINT_NAMES, target, strict=False)}
+        for k, v in t.items():
+            if not math.isfinite(v):
+                raise SkillFailed(f"refusing a non-finite target for {k}")
+        self.last_command.update(t)
+        self._pub.publish(JointCommand(self.clock.now(), tuple(t), tuple(t.values()),
+                                       max_velocity))
+        return t
+
+    def holding(self, min_aperture: float = 0.005) -> bool:
+        """The controller's own view: the gripper was told to close and its fingers stopped
+        apart, so something is between them."""
+        cmd = self.last_command.get(GRIPPER_JOINT)
+        return cmd is not None and cmd < min_aperture and self.q()[5] >= min_aperture
+
+    def hold(self) -> None:
+        try:
+            q = self.q()
+        except SkillFailed:
+            return
+        # hold the arm where it is; the gripper keeps its commanded target so a held object is
+        # not dropped by a stop
+        target = {n: float(v) for n, v in zip(JOINT_NAMES, q, strict=True)}
+        if GRIPPER_JOINT in self.last_command:
+            target[GRIPPER_JOINT] = self.last_command[GRIPPER_JOINT]
+        self.command(target)
+
+    def ik(self, xyz: Sequence[float], q0: np.ndarray | None = None) -> np.ndarray:
+        """Joint targets putting the tip at ``xyz`` (m), steepest reachable pitch first."""
+        from ..arm.kinematics import UnreachableError
+
+        start = self.q() if q0 is None else q0
+        try:
+            q5, _ = self.model.ik_search(np.asarray(xyz, float), q0=start[:5])
+        except UnreachableError as e:
+            raise SkillFailed(f"target {np.round(np.asarray(xyz) * 1000).tolist()} mm is out of "
+                              f"reach ({e})") from None
+        return np.asarray(q5[:5], float)
+
+
+class CameraPort:
+    """Newest frames by camera name, and the geometry of the fixed cameras."""
+
+    def __init__(self, bus: Bus, cameras: Mapping[str, Any], node: str = "skills") -> None:
+        self.models = dict(cameras)  # name -> PinholeCamera (or anything with unproject)
+        self._subs = {c: bus.subscribe(names.image_topic(c), names.T_IMAGE, qos=QoS(depth=1),
+                                       node=node) for c in self.models}
+
+    def frame(self, camera: str) -> Image | None:
+        sub = self._subs.get(camera)
+        if sub is None:
+            raise SkillFailed(f"no camera named {camera!r} (cameras: {', '.join(self._subs)})")
+        return sub.latest()  # type: ignore[no-any-return]
+
+    def unproject(self, camera: str, u: float, v: float, z: float = 0.0) -> np.ndarray:
+        model = self.models.get(camera)
+        if model is None:
+            raise SkillFailed(f"camera {camera!r} has no calibration")
+        try:
+            return np.asarray(model.unproject(u, v, z), float)
+        except ValueError as e:
+            raise SkillFailed(f"pixel ({u:.0f}, {v:.0f}) does not map onto the table: {e}"
+                              ) from None

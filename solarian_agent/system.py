@@ -1,0 +1,185 @@
+"""The embedded default: every component of the ROS graph in one process on one Bus, over the
+built-in simulator.  ``solarian-agent demo``, the panel, the tests and the benchmarks build it
+here, so they all run the same wiring the ROS launch files start as separate nodes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .arm.kinematics import ArmModel
+from .core.clock import Clock, FakeClock, SystemClock
+from .core.config import AgentConfig, load_agent_config
+from .core.episode_log import Recorder, register_secret, slug
+from .core.executor import SkillExecutor
+from .core.planner import InlineCaller, ModelCaller, Planner, ThreadCaller
+from .core.runtime import Runtime
+from .core.skill import Tool
+from .core.transport import Bus
+from .models.base import ModelConfigError, ModelProvider
+from .perception.tracker import ColorTrackers
+from .sim.component import SimRates, SimWorldComponent
+from .sim.faults import FaultConfig, FaultInjector
+from .sim.render import Renderer, VisualStyle
+from .sim.world import World
+from .skills.arm_skills import (
+    HomeSkill,
+    MoveSkill,
+    PickSkill,
+    PlaceSkill,
+    StallTripwire,
+    StopSkill,
+    VerifyState,
+)
+from .skills.ports import ArmPort, CameraPort
+
+log = logging.getLogger(__name__)
+
+OFFLINE_PLANNERS = ("rules", "scripted")
+
+
+def tidy_tools() -> dict[str, Tool]:
+    """The tools of the tidy-up controller (seed 004's five plus moves and homes)."""
+    return {
+        "move_to_pose": Tool(MoveSkill, {"offer": "pose"}),
+        "nudge_gripper": Tool(MoveSkill, {"offer": "delta"}),
+        "set_gripper": Tool(MoveSkill, {"offer": "gripper"}),
+        "pick_object": Tool(PickSkill, {"camera": "overhead"}),
+        "place_at": Tool(PlaceSkill, {"camera": "overhead"}),
+        "verify_state": Tool(VerifyState, {"camera": "overhead"}),
+        "home": Tool(HomeSkill),
+        "home_holding": Tool(HomeSkill, {"keep_grip": True}),
+        "stop": Tool(StopSkill),
+    }
+
+
+def default_config_path() -> Path:
+    from .arm.kinematics import default_urdf_path
+
+    return default_urdf_path().parent.parent / "config" / "controller.yaml"
+
+
+def build_planner_provider(cfg: AgentConfig, name: str | None = None) -> ModelProvider:
+    provider = name or cfg.planner.provider
+    if provider == "rules":
+        from .models.rules_planner import RulesPlanner
+
+        return RulesPlanner(model=cfg.planner.model or "rules-v1")
+    try:
+        from .models.factory import build_provider
+    except ImportError as e:  # pragma: no cover - the factory ships with the package
+        raise ModelConfigError(f"planner provider {provider!r} needs the model SDKs: {e}") from e
+    pcfg = replace(cfg.planner, provider=provider)
+    return build_provider(pcfg, purpose="planner")
+
+
+@dataclass
+class SimSystem:
+    clock: Clock
+    bus: Bus
+    runtime: Runtime
+    world: World
+    sim: SimWorldComponent
+    arm: ArmPort
+    cameras: CameraPort
+    trackers: ColorTrackers
+    executor: SkillExecutor
+    planner: Planner
+    config: AgentConfig
+    recorder: Recorder | None
+    monitor: Any = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def run_until(self, pred: Callable[[], bool], timeout_s: float) -> bool:
+        return self.runtime.run_until(pred, timeout_s)
+
+    def shutdown(self) -> None:
+        self.planner.shutdown()
+        if self.recorder is not None:
+            self.recorder.close()
+
+
+def build_sim_system(
+    *,
+    config: AgentConfig | None = None,
+    seed: int = 0,
+    faults: FaultConfig | None = None,
+    planner: ModelProvider | None = None,
+    planner_name: str | None = None,
+    log_root: Path | None = None,
+    session: str | None = None,
+    realtime: bool = False,
+    style: VisualStyle | None = None,
+    with_monitor: bool = True,
+    caller: ModelCaller | None = None,
+) -> SimSystem:
+    cfg = config or load_agent_config(default_config_path())
+    clock: Clock = SystemClock() if realtime else FakeClock()
+    bus = Bus()
+    runtime = Runtime(clock, bus, period_s=cfg.control_period_s, realtime=realtime)
+    model = ArmModel.default()
+    world = World(model, faults=FaultInjector(faults or FaultConfig(), seed), seed=seed)
+    renderer = Renderer(model, style or VisualStyle())
+    sim = SimWorldComponent(bus, clock, world, renderer, SimRates())
+    arm = ArmPort(bus, clock, model)
+    cams = CameraPort(bus, {c: renderer.camera(c) for c in renderer.cameras})
+    recorder = None
+    if log_root is not None:
+        recorder = Recorder(Path(log_root), clock, session or "0001_sim")
+    trackers = ColorTrackers(bus, cameras=tuple(renderer.cameras))
+    executor = SkillExecutor(bus, clock, tidy_tools(),
+                             {"arm": arm, "cameras": cams, "trackers": trackers},
+                             trackers=trackers)
+    provider = planner or build_planner_provider(cfg, planner_name)
+    offline = provider.name in OFFLINE_PLANNERS
+    if not offline:
+        key_env = cfg.planner.api_key_env
+        if key_env:
+            import os
+
+            register_secret(os.environ.get(key_env))
+    pl = Planner(bus, clock, cfg, provider, recorder=recorder,
+                 caller=caller or (InlineCaller() if offline else ThreadCaller()),
+                 readings=arm.readings)
+
+    def overlay(camera: str, fld: str, rec: dict[str, Any]) -> None:
+        if pl.log is not None:
+            pl.log.overlay(camera, fld, rec)
+
+    trackers.overlay_sink = overlay
+    monitor = None
+    if with_monitor and cfg.monitor is not None:
+        monitor = _build_monitor(bus, clock, cfg, arm, trackers, pl)
+    sim.publish_now()
+    runtime.add("sim", sim.step)
+    runtime.add("trackers", lambda dt: trackers.update())
+    runtime.add("executor", lambda dt: executor.tick())
+    if monitor is not None:
+        runtime.add("monitor", lambda dt: monitor.tick())
+    runtime.add("planner", lambda dt: pl.tick())
+    return SimSystem(clock, bus, runtime, world, sim, arm, cams, trackers, executor, pl, cfg,
+                     recorder, monitor)
+
+
+def _build_monitor(bus: Bus, clock: Clock, cfg: AgentConfig, arm: ArmPort,
+                   trackers: ColorTrackers, planner: Planner) -> Any:
+    """The monitor engine with its vision backend and the stall tripwire (None when the
+    monitor component is not available in this build)."""
+    try:
+        from .core import monitor as monitor_mod
+    except ImportError:
+        log.warning("monitor engine not available; running without a monitor")
+        return None
+    builder = getattr(monitor_mod, "build_monitor", None)
+    if builder is None:
+        return None
+    return builder(bus=bus, clock=clock, config=cfg, tripwire=StallTripwire(arm),
+                   trackers=trackers, log_provider=lambda: planner.log)
+
+
+def session_name(task: str, seed: int) -> str:
+    return f"0001_{seed:06x}_{slug(task)}"

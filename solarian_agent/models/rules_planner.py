@@ -168,15 +168,19 @@ class RulesPlanner:
                 return [("home_holding", {})] if "home_holding" not in wake else [
                     ("ask_user", {"question": f"I cannot see the {dest}; where is it?"})]
             return [("update_plan", {"steps": plan}),
-                    ("place_at", {"point": _pt(target.centroid),
+                    ("place_at", {"point": _pt(target.inner),
                                   "observation_id": view.observation_id})]
         d = view.detections.get(obj)
         if d is None:
             return [("update_plan", {"steps": plan}), ("home", {})] if not self._at_home(
                 wake) else [("finish_task", {"summary": f"I cannot see the {_label(obj)}",
                                              "success": False})]
+        if (last.role == "tool" and "point again" in last.text()
+                and not self._at_home(wake)):
+            # the arm may hide the object from the overhead camera: clear the view first
+            return [("update_plan", {"steps": plan}), ("home", {})]
         return [("update_plan", {"steps": plan}),
-                ("pick_object", {"point": _pt(d.centroid),
+                ("pick_object", {"point": _pt(d.inner),
                                  "observation_id": view.observation_id})]
 
     @staticmethod

@@ -55,6 +55,9 @@ class Detection:
     area: int  # pixels
     box: tuple[int, int, int, int]  # x0, y0, x1, y1 (inclusive-exclusive)
     hull: np.ndarray = field(repr=False, compare=False, default_factory=lambda: np.zeros(0))
+    # the pixel deepest inside the visible region: a safe place to point at even when the
+    # object is partly hidden (a crescent's centroid can lie outside it)
+    inner: tuple[float, float] = (0.0, 0.0)
 
     def contains(self, u: float, v: float, margin: float = 0.0) -> bool:
         if self.hull.size == 0:
@@ -105,7 +108,9 @@ def detect(img_bgr: np.ndarray, config: SceneConfig = SceneConfig()) -> dict[str
                 continue
             pts = np.column_stack([xs, ys]).astype(np.int32)
             hull = cv2.convexHull(pts)
-            out[name] = Detection(name, (cu, cv_), int(area), box, hull)
+            dist = cv2.distanceTransform(comp.astype(np.uint8), cv2.DIST_L2, 3)
+            iv, iu = np.unravel_index(int(np.argmax(dist)), dist.shape)
+            out[name] = Detection(name, (cu, cv_), int(area), box, hull, (float(iu), float(iv)))
             break
     return out
 

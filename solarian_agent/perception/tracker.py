@@ -49,7 +49,11 @@ def segment_at(img: np.ndarray, point: tuple[float, float], tol: int = 18
     n, labels = cv2.connectedComponents(similar, connectivity=8)
     lab_id = labels[v, u]
     if lab_id == 0:
-        return np.zeros((h, w), bool), seed
+        # the seed pixel sits on an edge and differs from its patch: seed with the pixel itself
+        seed = lab[v, u].astype(np.int16)
+        similar = (np.abs(lab.astype(np.int16) - seed).max(axis=2) <= tol).astype(np.uint8)
+        n, labels = cv2.connectedComponents(similar, connectivity=8)
+        lab_id = labels[v, u]
     return labels == lab_id, seed
 
 

@@ -1,0 +1,479 @@
+"""``observe_scene(focus)``: bounded one-frame visual perception (seed 001).
+
+* ``focus`` is the only argument: a trimmed, non-empty string of at most 300 characters without
+  control characters.  It cannot select a camera, file, URL, crop, exposure, resolution,
+  provider, model or frame count.
+* Each applied call captures exactly one current frame (:class:`CameraFrame`) from the
+  configured camera and passes it to the configured vision backend.  ``observed_at`` is sampled
+  immediately after capture, before interpretation, so model latency never becomes scene time.
+* A frame larger than 4 MiB (:data:`MAX_FRAME_BYTES`) is rejected before any provider request.
+  Neither capture nor interpretation is retried.
+* The result (:class:`VisualPerceptionResult`) holds the normalized focus, a description bounded
+  to 2,000 characters (:data:`MAX_DESCRIPTION_CHARS`) and an explicit ``truncated`` flag.  It is
+  a model-generated interpretation (``model_generated`` is always True) that may be incomplete,
+  uncertain or wrong; it is never copied into runtime state.
+* Image bytes are discarded after the request: never written, logged, published, cached or kept
+  as history.  The observer holds no reference to a frame after a call returns, and its events
+  carry only sizes and timings.
+* The tool is offered only while the application runs, the configured camera is currently
+  running and a vision backend is configured (:meth:`SceneObserver.offered`).
+  :meth:`SceneObserver.inspect_self` reports those facts separately and never captures.
+* An autonomous attention episode (:class:`AttentionEpisode`) may attempt at most two ordered
+  read-only acquisitions (``inspect_self`` or ``observe_scene``); a rejected attempt consumes
+  its slot, the same capability twice must ask for materially different information (the same
+  normalized focus twice is refused), and no acquisition is possible after the episode's first
+  effect.
+
+Configuration: ``runtime.vision`` (``none`` by default; ``openai-responses``, ``openai``,
+``anthropic`` or the offline ``cv``), or the development override ``--vision``.  A non-none
+vision needs a camera (``runtime.vision_camera``, else the first agent camera) and a text
+cognition backend (the planner model): :func:`effective_vision` raises :class:`ConfigError`
+otherwise.  For OpenAI backends ``OPENAI_VISION_MODEL`` takes precedence over ``OPENAI_MODEL``;
+``OPENAI_API_KEY`` stays in the environment.
+"""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..core import names
+from ..core.clock import Clock
+from ..core.config import AgentConfig, ModelEndpointConfig
+from ..core.errors import ConfigError, ToolCallRejected
+from ..core.messages import Image
+from ..core.transport import Bus, QoS, Subscription
+from ..models.base import ModelError, ToolDef
+from . import images as im
+from .vision import FrameForVision, ModelVisionBackend, VisionBackend
+
+MAX_FOCUS_CHARS = 300
+MAX_DESCRIPTION_CHARS = 2000
+MAX_FRAME_BYTES = 4 * 1024 * 1024
+MAX_ACQUISITIONS = 2
+TRUNCATION_MARK = " [truncated]"
+
+TOOL_DEF = ToolDef(
+    "observe_scene",
+    "Look once at the scene through the configured camera and get a short description of "
+    "what bears on `focus`. One current frame; the description is a model's reading and may "
+    "be incomplete or wrong.",
+    {"type": "object",
+     "properties": {"focus": {"type": "string", "minLength": 1, "maxLength": MAX_FOCUS_CHARS,
+                              "description": "What to look for (at most 300 characters)."}},
+     "required": ["focus"], "additionalProperties": False},
+)
+
+
+class ObserveSceneRejected(ToolCallRejected):
+    """A call refused before or instead of interpretation; ``code`` names the rule."""
+
+    def __init__(self, code: str, reason: str) -> None:
+        self.code = code
+        super().__init__(reason)
+
+
+@dataclass(frozen=True)
+class CameraFrame:
+    """A transient authoritative sensor payload: one encoded frame, in memory only."""
+
+    data: bytes = field(repr=False)
+    media_type: str
+    width: int
+    height: int
+    camera: str
+    captured_at: float  # the camera's capture stamp (clock seconds)
+    pixels: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def size_bytes(self) -> int:
+        return len(self.data)
+
+
+@dataclass(frozen=True)
+class VisualPerceptionResult:
+    """A model-generated interpretation of one frame (never authoritative runtime state)."""
+
+    focus: str
+    description: str
+    truncated: bool
+    observed_at: float  # sampled right after capture, before interpretation (clock seconds)
+    observed_at_wall: str
+    captured_at: float
+    camera: str
+    backend: str
+    model: str
+    latency_s: float
+    frame_bytes: int
+    model_generated: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"focus": self.focus, "description": self.description,
+                "truncated": self.truncated, "observed_at": self.observed_at_wall,
+                "camera": self.camera, "backend": self.backend, "model": self.model,
+                "model_generated": True, "latency_s": round(self.latency_s, 4)}
+
+    def text(self) -> str:
+        """The bounded textual projection a turn may carry (marked as a model's reading)."""
+        flag = " (description truncated)" if self.truncated else ""
+        return (f"[observe_scene, model-generated and possibly wrong; observed at "
+                f"{self.observed_at_wall} by {self.camera}{flag}]\n{self.description}")
+
+
+def normalize_focus(focus: Any) -> str:
+    """The trimmed focus, or :class:`ObserveSceneRejected` naming what is wrong."""
+    if not isinstance(focus, str):
+        raise ObserveSceneRejected("focus_type", f"focus must be a string, got "
+                                                 f"{type(focus).__name__}")
+    f = focus.strip()
+    if not f:
+        raise ObserveSceneRejected("focus_empty", "focus must not be empty")
+    if len(f) > MAX_FOCUS_CHARS:
+        raise ObserveSceneRejected("focus_too_long", f"focus has {len(f)} characters; at most "
+                                                     f"{MAX_FOCUS_CHARS} are allowed")
+    bad = [c for c in f if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn")
+           and c not in " "]
+    if bad:
+        raise ObserveSceneRejected("focus_control", f"focus contains control characters "
+                                                    f"({', '.join(repr(c) for c in bad[:3])})")
+    return f
+
+
+def bound_description(text: str) -> tuple[str, bool]:
+    text = text.strip()
+    if len(text) <= MAX_DESCRIPTION_CHARS:
+        return text, False
+    keep = MAX_DESCRIPTION_CHARS - len(TRUNCATION_MARK)
+    return text[:keep].rstrip() + TRUNCATION_MARK, True
+
+
+# -------------------------------------------------------------------------------------------
+# attention episodes
+# -------------------------------------------------------------------------------------------
+
+ACQUISITIONS = ("inspect_self", "observe_scene")
+
+
+class AttentionEpisode:
+    """The acquisition budget of one attention episode (seed 001).
+
+    Autonomous: at most :data:`MAX_ACQUISITIONS` ordered read-only acquisitions; a rejected
+    attempt consumes its slot; nothing is acquired after the first effect; the same capability
+    twice must ask for materially different information (the same normalized focus is
+    refused).  An operator episode is not limited by slots, only by the single-frame rule.
+    """
+
+    def __init__(self, autonomous: bool = True, max_acquisitions: int = MAX_ACQUISITIONS
+                 ) -> None:
+        self.autonomous = autonomous
+        self.max_acquisitions = max_acquisitions
+        self.attempts: list[tuple[str, str, bool]] = []  # (capability, key, applied)
+        self.effects = 0
+
+    @property
+    def remaining(self) -> int:
+        if not self.autonomous:
+            return 0 if self.effects else 1_000_000
+        if self.effects:
+            return 0
+        return max(0, self.max_acquisitions - len(self.attempts))
+
+    def offer(self) -> dict[str, Any]:
+        """What a fresh request in this episode is offered."""
+        return {"acquisitions": self.remaining if self.autonomous else
+                (0 if self.effects else None), "effects": True}
+
+    def begin(self, capability: str, key: str = "") -> int:
+        """Claim the next slot (raises :class:`ObserveSceneRejected` when none is left).  The
+        slot stays consumed whether the acquisition succeeds or is rejected."""
+        if capability not in ACQUISITIONS:
+            raise ValueError(f"not an acquisition: {capability!r}")
+        if self.effects:
+            raise ObserveSceneRejected("after_effect", "no acquisition is possible after the "
+                                                       "episode's first effect")
+        if self.autonomous and len(self.attempts) >= self.max_acquisitions:
+            raise ObserveSceneRejected("acquisitions_exhausted",
+                                       f"this attention episode already used its "
+                                       f"{self.max_acquisitions} acquisitions")
+        self.attempts.append((capability, key, False))
+        return len(self.attempts) - 1
+
+    def same_as_before(self, slot: int) -> bool:
+        cap, key, _ = self.attempts[slot]
+        return any(c == cap and k == key and k for c, k, _ in self.attempts[:slot])
+
+    def applied(self, slot: int) -> None:
+        cap, key, _ = self.attempts[slot]
+        self.attempts[slot] = (cap, key, True)
+
+    def record_effect(self) -> None:
+        self.effects += 1
+
+
+# -------------------------------------------------------------------------------------------
+# configuration
+# -------------------------------------------------------------------------------------------
+
+VISION_CHOICES = ("none", "openai-responses", "openai", "anthropic", "cv", "scripted")
+
+
+def effective_vision(cfg: AgentConfig, override: str | None = None) -> tuple[str, str]:
+    """(vision backend, camera) in effect; ``none`` needs nothing.  Raises ConfigError for a
+    non-none vision without a camera or without a text cognition backend."""
+    vision = (override or cfg.runtime.vision or "none").strip()
+    where = "--vision" if override else "agent.runtime.vision"
+    if vision not in VISION_CHOICES:
+        raise ConfigError(where, f"{vision!r} is not allowed; allowed values: "
+                                 f"{', '.join(VISION_CHOICES)}")
+    if vision == "none":
+        return "none", ""
+    camera = cfg.runtime.vision_camera or (cfg.cameras[0] if cfg.cameras else "")
+    if not camera:
+        raise ConfigError("agent.runtime.vision_camera",
+                          f"vision {vision!r} needs a camera: set runtime.vision_camera or "
+                          "agent.cameras")
+    planner = cfg.planner
+    offline = planner.provider in ("rules", "scripted")
+    if not planner.provider or (not offline and not planner.model):
+        raise ConfigError("agent.planner", f"vision {vision!r} needs a text cognition "
+                                           "backend: configure the planner's provider and model")
+    return vision, camera
+
+
+def build_vision_backend(vision: str, cfg: AgentConfig | None = None,
+                         env: Mapping[str, str] | None = None) -> VisionBackend | None:
+    """The backend for ``vision`` (``none`` → None).  HTTP backends are built with purpose
+    ``vision`` (no retries); the key stays in the environment."""
+    import os
+
+    from ..models.factory import build_provider
+
+    if vision == "none":
+        return None
+    if vision == "cv":
+        from .cv_monitor import CvVisionBackend
+
+        return CvVisionBackend()
+    if vision == "scripted":
+        raise ConfigError("agent.runtime.vision", "the scripted vision backend is built by "
+                                                  "tests, not from configuration")
+    environ = os.environ if env is None else env
+    provider = {"openai-responses": "openai_responses"}.get(vision, vision)
+    model = ""
+    if provider.startswith("openai"):
+        model = environ.get("OPENAI_VISION_MODEL") or environ.get("OPENAI_MODEL") or ""
+    if not model and cfg is not None and cfg.monitor is not None:
+        model = cfg.monitor.model
+    if not model and cfg is not None:
+        model = cfg.planner.model
+    endpoint = ModelEndpointConfig(provider=provider, model=model,
+                                   base_url=(cfg.planner.base_url if cfg and
+                                             cfg.planner.provider == provider else None))
+    return ModelVisionBackend(build_provider(endpoint, purpose="vision", env=environ))
+
+
+# -------------------------------------------------------------------------------------------
+# the camera and the observer
+# -------------------------------------------------------------------------------------------
+
+class BusCamera:
+    """The configured camera on the bus: running while its frames are fresh."""
+
+    def __init__(self, bus: Bus, camera: str, clock: Clock, stale_s: float = 2.0,
+                 node: str = "observe_scene") -> None:
+        self.camera = camera
+        self.clock = clock
+        self.stale_s = stale_s
+        self._sub: Subscription[Any] = bus.subscribe(names.image_topic(camera), names.T_IMAGE,
+                                                     qos=QoS(depth=1), node=node)
+
+    def running(self) -> bool:
+        f = self._sub.latest()
+        return isinstance(f, Image) and self.clock.now() - f.stamp <= self.stale_s
+
+    def capture(self) -> CameraFrame | None:
+        """The current frame, encoded in memory (PNG, lossless, at capture resolution)."""
+        f = self._sub.latest()
+        if not isinstance(f, Image) or self.clock.now() - f.stamp > self.stale_s:
+            return None
+        data, mt = im.encode(f.data, "png")
+        return CameraFrame(data, mt, f.width, f.height, self.camera, f.stamp, f.data)
+
+
+class SceneObserver:
+    """``observe_scene`` for one configured camera and backend.
+
+    ``capture`` returns the current :class:`CameraFrame` (None: no current frame);
+    ``camera_running`` and ``app_running`` say whether the tool may be offered.  ``on_event``
+    receives metadata-only events (never image bytes).
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        backend: VisionBackend | None,
+        capture: Callable[[], CameraFrame | None],
+        *,
+        camera: str,
+        camera_running: Callable[[], bool],
+        app_running: Callable[[], bool] = lambda: True,
+        timeout_s: float = 30.0,
+        on_event: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.clock = clock
+        self.backend = backend
+        self._capture = capture
+        self.camera = camera
+        self._camera_running = camera_running
+        self._app_running = app_running
+        self.timeout_s = timeout_s
+        self.on_event = on_event
+        self.calls = 0
+
+    @classmethod
+    def on_bus(cls, bus: Bus, clock: Clock, backend: VisionBackend | None, camera: str,
+               **kw: Any) -> SceneObserver:
+        cam = BusCamera(bus, camera, clock)
+        return cls(clock, backend, cam.capture, camera=camera, camera_running=cam.running,
+                   **kw)
+
+    # facts -----------------------------------------------------------------------------------
+    def _safe(self, fn: Callable[[], bool]) -> bool:
+        try:
+            return bool(fn())
+        except Exception:
+            return False
+
+    def inspect_self(self, episode: AttentionEpisode | None = None) -> dict[str, Any]:
+        """Resource and interpretation facts, reported separately; never captures."""
+        if episode is not None:
+            slot = episode.begin("inspect_self", "")
+            episode.applied(slot)
+        app = self._safe(self._app_running)
+        cam = self._safe(self._camera_running)
+        return {
+            "app_running": app,
+            "camera": {"name": self.camera, "configured": bool(self.camera), "running": cam},
+            "vision": {"configured": self.backend is not None,
+                       "backend": getattr(self.backend, "name", "none") if self.backend
+                       else "none",
+                       "model": getattr(self.backend, "model", "") if self.backend else ""},
+            "observe_scene_offered": app and cam and self.backend is not None,
+        }
+
+    def offered(self) -> bool:
+        return (self.backend is not None and self._safe(self._app_running)
+                and self._safe(self._camera_running))
+
+    def tool_defs(self) -> list[ToolDef]:
+        return [TOOL_DEF] if self.offered() else []
+
+    # the call --------------------------------------------------------------------------------
+    def handle(self, args: Mapping[str, Any], episode: AttentionEpisode | None = None
+               ) -> VisualPerceptionResult:
+        """A tool call's arguments: exactly ``{"focus": ...}``; anything else is refused."""
+        extra = sorted(set(args) - {"focus"})
+        return self._call(args.get("focus"), extra, episode)
+
+    def observe_scene(self, focus: str, episode: AttentionEpisode | None = None
+                      ) -> VisualPerceptionResult:
+        return self._call(focus, [], episode)
+
+    def _call(self, focus: Any, extra: list[str], episode: AttentionEpisode | None
+              ) -> VisualPerceptionResult:
+        try:
+            slot = -1
+            if episode is not None:
+                slot = episode.begin("observe_scene",
+                                     focus.strip() if isinstance(focus, str) else "")
+            if extra:
+                raise ObserveSceneRejected(
+                    "extra_argument", f"observe_scene takes only focus; got "
+                                      f"{', '.join(extra)} (it cannot select a camera, file, "
+                                      "URL, crop, exposure, resolution, provider, model or "
+                                      "frame count)")
+            return self._observe(focus, episode, slot)
+        except ObserveSceneRejected as e:
+            self._event("observe_scene_rejected", code=e.code, reason=e.reason)
+            raise
+
+    def _observe(self, focus: Any, episode: AttentionEpisode | None, slot: int
+                 ) -> VisualPerceptionResult:
+        f = normalize_focus(focus)
+        if episode is not None and episode.same_as_before(slot):
+            raise ObserveSceneRejected("repeated", "this episode already observed with the "
+                                                   "same focus; ask for different information")
+        if self.backend is None:
+            raise ObserveSceneRejected("no_vision", "no vision backend is configured "
+                                                    "(runtime.vision is none)")
+        if not self._safe(self._app_running):
+            raise ObserveSceneRejected("not_running", "the application is not running")
+        if not self._safe(self._camera_running):
+            raise ObserveSceneRejected("camera_not_running",
+                                       f"the configured camera {self.camera!r} is not running")
+        self.calls += 1
+        try:
+            frame = self._capture()
+        except Exception as e:  # not retried
+            raise ObserveSceneRejected("capture_failed", f"capture failed: "
+                                                         f"{type(e).__name__}: {e}") from None
+        observed_at = self.clock.now()
+        observed_wall = self.clock.wall()
+        if frame is None:
+            raise ObserveSceneRejected("no_frame", f"camera {self.camera!r} has no current "
+                                                   "frame")
+        size = frame.size_bytes
+        camera = frame.camera or self.camera
+        captured_at = frame.captured_at
+        if size > MAX_FRAME_BYTES:
+            del frame
+            raise ObserveSceneRejected("frame_too_large",
+                                       f"the frame is {size} bytes; at most {MAX_FRAME_BYTES} "
+                                       "(4 MiB) are sent, so nothing was sent")
+        backend = self.backend
+        t0 = time.monotonic()
+        try:
+            desc = backend.describe(FrameForVision(frame.data, frame.media_type, frame.width,
+                                                   frame.height, camera, frame.pixels),
+                                    f, timeout_s=self.timeout_s)
+        except ModelError as e:  # not retried
+            raise ObserveSceneRejected("interpretation_failed",
+                                       f"the vision model failed ({e.kind}): "
+                                       f"{e.message}") from None
+        except Exception as e:
+            raise ObserveSceneRejected("interpretation_failed",
+                                       f"the vision backend failed: {type(e).__name__}: "
+                                       f"{e}") from None
+        finally:
+            del frame  # the bytes go nowhere else
+        latency = time.monotonic() - t0
+        text, truncated = bound_description(desc.text)
+        if episode is not None:
+            episode.applied(slot)
+        res = VisualPerceptionResult(f, text, truncated, observed_at, observed_wall,
+                                     captured_at, camera, getattr(backend, "name", ""),
+                                     desc.model or getattr(backend, "model", ""), latency, size)
+        self._event("observe_scene", focus=f, camera=camera, frame_bytes=size,
+                    observed_at=observed_wall, latency_s=round(latency, 4),
+                    truncated=truncated, chars=len(text), model=res.model,
+                    usage=desc.usage.as_dict())
+        return res
+
+    def _event(self, kind: str, **data: Any) -> None:
+        if self.on_event is not None:
+            try:
+                self.on_event(kind, data)
+            except Exception:
+                pass
+
+
+__all__ = [
+    "AttentionEpisode", "BusCamera", "CameraFrame", "MAX_DESCRIPTION_CHARS", "MAX_FOCUS_CHARS",
+    "MAX_FRAME_BYTES", "ObserveSceneRejected", "SceneObserver", "TOOL_DEF",
+    "VisualPerceptionResult", "build_vision_backend", "effective_vision", "normalize_focus",
+]

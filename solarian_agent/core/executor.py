@@ -113,7 +113,7 @@ class SkillExecutor:
             bus.create_action_server(
                 ActionServer(
                     names.skill_action(name), names.T_SKILL_ACTION,
-                    on_goal=lambda h, n=name: self._on_goal(n, h),
+                    on_goal=functools.partial(self._on_goal, name),
                     on_cancel=self._on_cancel,
                     rejected_result=lambda reason: SkillResult("", "refused", reason),
                 ),
@@ -123,9 +123,7 @@ class SkillExecutor:
         # the moment it is published, so the running skill stops at the very next tick
         # whatever the planner is doing
         bus.subscribe(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT,
-                      callback=lambda ev: self.advance_generation(f"operator {ev.kind}",
-                                                                  "operator"),
-                      qos=QoS(depth=100), node=node)
+                      callback=self._on_operator, qos=QoS(depth=100), node=node)
         bus.create_service(names.TOOL_CATALOGUE, names.T_TOOL_CATALOGUE,
                            lambda _req: [s.as_dict() for s in self.specs.values()], node=node)
         bus.create_service(names.EXECUTOR_ADVANCE, names.T_ADVANCE_GENERATION,
@@ -151,6 +149,9 @@ class SkillExecutor:
         self._gen_pub.publish(Generation(gen, reason))
         self._emit("generation_advanced", generation=gen, reason=reason, by=by)
         return gen
+
+    def _on_operator(self, ev: Any) -> None:
+        self.advance_generation(f"operator {getattr(ev, 'kind', 'event')}", "operator")
 
     def _srv_advance(self, req: Mapping[str, Any]) -> int:
         return self.advance_generation(str(req.get("reason", "")), str(req.get("by", "agent")))

@@ -13,6 +13,7 @@ calling :meth:`Skill.finish` or :meth:`Skill.fail`; one that never ends by itsel
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -59,7 +60,7 @@ class TrackerRequest:
     field: str
     camera: str
     point_param: str
-    params: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclass

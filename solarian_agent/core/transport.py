@@ -248,7 +248,8 @@ class ActionServer:
 
 @dataclass
 class Endpoint:
-    kind: str  # publisher | subscription | service | service_client | action_server | action_client
+    # publisher | subscription | service | service_client | action_server | action_client
+    kind: str
     name: str
     type: str
     qos: QoS | None = None
@@ -280,7 +281,8 @@ class Bus:
         if known != msg_type:
             raise TransportError(f"topic {name!r} carries {known}, not {msg_type}")
 
-    def publisher(self, name: str, msg_type: str, qos: QoS = QoS(), node: str = "") -> Publisher[Any]:
+    def publisher(self, name: str, msg_type: str, qos: QoS = QoS(), node: str = ""
+                  ) -> Publisher[Any]:
         with self._lock:
             self._check_type(name, msg_type)
             pub: Publisher[Any] = Publisher(self, name, msg_type, qos)
@@ -350,8 +352,8 @@ class Bus:
             if server.name in self._actions:
                 raise TransportError(f"action {server.name!r} already has a server")
             self._actions[server.name] = server
-            self.endpoints.append(Endpoint("action_server", server.name, server.action_type,
-                                           None, node))
+            self.endpoints.append(Endpoint("action_server", server.name,
+                                           server.action_type, None, node))
 
     def remove_action_server(self, name: str) -> None:
         with self._lock:

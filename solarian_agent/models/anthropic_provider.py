@@ -217,6 +217,8 @@ class AnthropicProvider(HTTPModelProvider):
                 delta = ev.get("delta") or {}
                 if delta.get("stop_reason"):
                     msg["stop_reason"] = delta["stop_reason"]
+                if delta.get("stop_details"):
+                    msg["stop_details"] = delta["stop_details"]
                 msg["usage"].update({k: v for k, v in (ev.get("usage") or {}).items()
                                      if v is not None})
             elif t == "message_stop":
@@ -253,8 +255,9 @@ class AnthropicProvider(HTTPModelProvider):
         text = "".join(texts)
         if stop == "refusal":
             detail = dig(raw, "stop_details", "explanation") or text.strip()
-            raise ModelError("refusal", f"the model declined: {detail or '(no explanation)'}",
-                             model=self.model)
+            category = dig(raw, "stop_details", "category")
+            raise ModelError("refusal", f"the model declined: {detail or '(no explanation)'}"
+                             + (f" [{category}]" if category else ""), model=self.model)
         if not text.strip() and not calls:
             raise ModelError("empty", f"reply has no text and no tool call (stop_reason "
                              f"{stop or 'missing'})", model=self.model)

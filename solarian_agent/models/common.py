@@ -12,7 +12,9 @@ Images
     back to capture pixels exactly.**  The resize here is only a safety net for callers that did
     not: it logs a warning, because points read off a resized image no longer map through the
     caller's scaling.  More images than ``max_images`` are refused with
-    ``ModelError("bad_request")`` before any request is sent, never silently dropped.
+    ``ModelError("bad_request")`` before any request is sent, never silently dropped.  The
+    limits are on every provider as ``max_image_side``, ``max_image_pixels`` and
+    ``max_images``.  An ``ImagePart.label`` is sent as a text part right before its image.
 
 Usage
     ``Usage.input_tokens`` counts input that was neither read from nor written to the prompt
@@ -38,7 +40,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .base import ImagePart, Message, ModelError, ModelReply, ModelRequest, Usage
+from .base import ImagePart, Message, ModelError, ModelReply, ModelRequest, TextPart, Usage
 from .retry import RetryPolicy, TransientModelError, call_with_retries, parse_retry_after
 
 log = logging.getLogger(__name__)
@@ -161,6 +163,8 @@ def dig(d: Any, *keys: str) -> Any:
 def fit_image(img: ImagePart, limits: ImageLimits, index: int) -> ImagePart:
     """``img`` within ``limits`` (resized only when it is not; see the module docstring)."""
     w, h = img.width, img.height
+    if w <= 0 or h <= 0:
+        w, h = _decoded_size(img, index)
     scale = 1.0
     if max(w, h) > limits.max_side:
         scale = limits.max_side / max(w, h)
@@ -178,6 +182,16 @@ def fit_image(img: ImagePart, limits: ImageLimits, index: int) -> ImagePart:
             f"image {index} ({out.observation_id or 'no observation id'}) is "
             f"{len(out.data)} bytes encoded; this provider takes at most {limits.max_bytes}"))
     return out
+
+
+def _decoded_size(img: ImagePart, index: int) -> tuple[int, int]:
+    import cv2
+    import numpy as np
+
+    arr = cv2.imdecode(np.frombuffer(img.data, dtype=np.uint8), cv2.IMREAD_UNCHANGED)
+    if arr is None:
+        raise ModelError("bad_request", f"image {index} ({img.media_type}) could not be decoded")
+    return int(arr.shape[1]), int(arr.shape[0])
 
 
 def _resize(img: ImagePart, nw: int, nh: int, index: int) -> ImagePart:
@@ -212,7 +226,7 @@ def fit_request_images(request: ModelRequest, limits: ImageLimits, provider: str
     index = 0
     messages: list[Message] = []
     for m in request.messages:
-        parts = []
+        parts: list[TextPart | ImagePart] = []
         for p in m.content:
             if isinstance(p, ImagePart):
                 index += 1
@@ -245,9 +259,12 @@ def map_sdk_error(e: BaseException, *, provider: str, model: str,
     headers = _headers(e)
     request_id = headers.get("request-id") or headers.get("x-request-id") or ""
     rid = f" [request id {request_id}]" if request_id else ""
-    if "APITimeoutError" in names or isinstance(e, TimeoutError):
+    # APITimeoutError / APIConnectionError: the SDKs' own; TimeoutException / TransportError:
+    # the HTTP client's, which can escape from the middle of a stream
+    if names & {"APITimeoutError", "TimeoutException"} or isinstance(e, TimeoutError):
         kind, message = "timeout", f"{provider} did not answer in time"
-    elif "APIConnectionError" in names or isinstance(e, ConnectionError):
+    elif names & {"APIConnectionError", "TransportError", "RequestError"} or isinstance(
+            e, ConnectionError):
         kind, message = "connection", f"could not reach {provider}: {raw_message}"
     elif "APIResponseValidationError" in names:
         kind = "malformed"
@@ -256,6 +273,10 @@ def map_sdk_error(e: BaseException, *, provider: str, model: str,
         api_message = _api_message(getattr(e, "body", None)) or raw_message
         kind = _kind_for_status(status, getattr(e, "body", None))
         message = f"HTTP {status} from {provider}: {api_message}{rid}"
+    elif "APIError" in names:  # an error event in the middle of a stream
+        api_message = _api_message(getattr(e, "body", None)) or raw_message
+        kind = _kind_for_status(200, getattr(e, "body", None) or {"type": getattr(e, "type", "")})
+        message = f"{provider} reported an error mid-stream: {api_message}"
     elif isinstance(e, (json.JSONDecodeError, UnicodeDecodeError)):
         kind, message = "malformed", f"{provider} sent a body that is not valid JSON: {e}"
     else:
@@ -386,7 +407,11 @@ class HTTPModelProvider:
 
     # -- the call
     def complete(self, request: ModelRequest, *, timeout_s: float | None = None) -> ModelReply:
-        """One model call: a timeout on every attempt, bounded retries, latency measured."""
+        """One model call: a timeout on every attempt, bounded retries, latency measured.
+
+        ``latency_s`` on the reply is the whole call (``time.monotonic``), retries and backoff
+        included.  Raises :class:`ModelError` only.
+        """
         t0 = time.monotonic()
         timeout = self.timeout_s if timeout_s is None else float(timeout_s)
         policy = self.retry_policy
@@ -406,6 +431,10 @@ class HTTPModelProvider:
             return self._build(fitted)
         except ModelError as e:
             err = map_sdk_error(e, provider=self.name, model=self.model, secrets=self._secrets)
+        except (TypeError, ValueError) as e:  # e.g. tool parameters that are not JSON
+            err = ModelError("bad_request", _clip(scrub(
+                f"could not build the {self.name} request ({type(e).__name__}: {e})",
+                self._secrets)), model=self.model)
         raise err
 
     def _attempt(self, params: dict[str, Any], request: ModelRequest,
@@ -455,8 +484,9 @@ def to_plain(obj: Any) -> Any:
         return obj
     to_dict = getattr(obj, "to_dict", None)
     if callable(to_dict):
-        return to_dict()
+        # warnings off: a reply that does not match the SDK's types is judged by _parse
+        return to_dict(warnings=False)
     dump = getattr(obj, "model_dump", None)
     if callable(dump):
-        return dump()
+        return dump(warnings=False)
     raise ModelError("malformed", f"unexpected reply object {type(obj).__name__}")

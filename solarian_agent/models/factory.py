@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..core.config import ModelEndpointConfig
 from .base import ModelConfigError, ModelProvider
 from .common import PURPOSES, scrub
 
@@ -52,7 +53,7 @@ LOCAL_SERVER_KEY = "not-needed"  # what a keyless compatible server is sent
 
 
 def build_provider(
-    cfg: Any,
+    cfg: ModelEndpointConfig,
     *,
     purpose: str,
     env: Mapping[str, str] | None = None,
@@ -62,11 +63,13 @@ def build_provider(
 ) -> ModelProvider:
     """The provider ``cfg`` names, ready to call; raises :class:`ModelConfigError` otherwise.
 
-    ``cfg`` is a ``ModelEndpointConfig`` (or anything with its fields).  ``env`` replaces
+    ``cfg`` is a ``ModelEndpointConfig`` or ``MonitorConfig`` (anything with their fields).
+    ``timeout_s`` is each attempt's default timeout (``complete(timeout_s=...)`` overrides it),
+    ``max_retries`` the retries for planner, monitor and router calls.  ``env`` replaces
     ``os.environ`` for the key lookup; ``sleep`` / ``rng`` are the retry backoff's (tests pass
     a recorder); ``stream`` asks for server-sent-event replies.
     """
-    provider = str(getattr(cfg, "provider", "") or "")
+    provider = str(cfg.provider or "")
     if purpose not in PURPOSES:
         raise ModelConfigError(f"purpose must be one of {', '.join(PURPOSES)}, not {purpose!r}")
     where = f"{purpose} provider {provider!r}"
@@ -79,12 +82,12 @@ def build_provider(
         raise ModelConfigError(
             f"unknown {purpose} provider {provider!r}; HTTP providers are "
             f"{', '.join(HTTP_PROVIDERS)}, offline ones {', '.join(OFFLINE_PROVIDERS)}")
-    model = str(getattr(cfg, "model", "") or "")
+    model = str(cfg.model or "")
     if not model:
         raise ModelConfigError(f"{where} needs a model name (model: ...)")
 
-    key_env = getattr(cfg, "api_key_env", None)
-    base_url = getattr(cfg, "base_url", None) or None
+    key_env = cfg.api_key_env
+    base_url = cfg.base_url or None
     var = key_env or DEFAULT_KEY_ENV[provider]
     environ = os.environ if env is None else env
     key = environ.get(var, "") or ""
@@ -102,15 +105,15 @@ def build_provider(
         "api_key": key,
         "base_url": base_url,
         "purpose": purpose,
-        "max_retries": int(getattr(cfg, "max_retries", 3)),
-        "max_tokens": int(getattr(cfg, "max_tokens", 4096)),
-        "timeout_s": float(getattr(cfg, "timeout_s", 60.0)),
+        "max_retries": int(cfg.max_retries),
+        "max_tokens": int(cfg.max_tokens),
+        "timeout_s": float(cfg.timeout_s),
         "stream": stream,
         "sleep": sleep or time.sleep,
         "rng": rng,
     }
-    thinking = getattr(cfg, "thinking_budget", None)
-    effort = getattr(cfg, "reasoning_effort", None)
+    thinking = cfg.thinking_budget
+    effort = cfg.reasoning_effort
     try:
         if provider == "anthropic":
             from .anthropic_provider import MIN_THINKING_BUDGET, AnthropicProvider

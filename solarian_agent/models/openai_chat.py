@@ -97,7 +97,9 @@ class OpenAIChatProvider(HTTPModelProvider):
             if m.role != "tool":
                 flush()
             if m.role == "assistant":
-                msg: dict[str, Any] = {"role": "assistant", "content": m.text() or None}
+                text = m.text()
+                msg: dict[str, Any] = {"role": "assistant", "content": text or (
+                    None if m.tool_calls else "(empty)")}
                 if m.tool_calls:
                     msg["tool_calls"] = [{"id": c.id, "type": "function", "function": {
                         "name": c.name, "arguments": json.dumps(c.arguments)}}

@@ -7,24 +7,28 @@ that a statement holds), a *choice* (one of fixed values, with a probability per
 
 This provider keeps the :class:`ModelProvider` interface: the request's ``response_schema``
 (an object schema, the same one the other providers are asked to fill as JSON) is turned into
-questions, one per property, named after it:
+questions, one per property, named after it.  Two answer shapes are understood:
 
-* ``{"type": "boolean", "description": ...}`` → a predicate; the answer is
-  ``probability >= 0.5``;
-* ``{"enum": [...]}`` (strings or booleans) or ``{"oneOf": [{"const": v, "description": d},
-  ...]}`` → a choice; per-value descriptions may also come from
-  ``"x-choice-descriptions": {value: description}``;
-* ``{"type": "integer", "x-levels": [label | {"label", "description"}, ...]}`` → a score;
-  the answer is the index of the nearest level;
-* a schema may instead carry ``"x-decision-questions": [...]``, questions in the API's own
-  shape, each with a ``name``; they are sent as they are.
+* the monitor's (:func:`solarian_agent.perception.vision.answer_schema`): each property an
+  object with ``probability`` (and ``reason``), plus a ``value`` enum for a choice.  A predicate
+  answers ``{"probability": P(true), "reason": ""}``, a choice ``{"value": v, "probability":
+  P(v), "reason": ""}`` — the Decisions API gives probabilities but no reasons;
+* scalar properties: ``{"type": "boolean"}`` → a predicate answered ``probability >= 0.5``;
+  ``{"enum": [...]}`` (strings or booleans) or ``{"oneOf": [{"const": v, "description": d},
+  ...]}`` → a choice answered with its value; ``{"type": "integer", "x-levels": [label |
+  {"label", "description"}, ...]}`` → a score answered with the nearest level's index.
 
-A property's ``description`` is the question's instructions.  A required property that maps to
-no question type (free text, say) is refused with ``ModelError("bad_request")`` naming it; an
-optional one is left out.  The reply's ``text`` is the JSON object ``{name: answer}``, so it
-validates against the schema like any other provider's, and :class:`DecisionReply` adds every
-answer's probabilities and confidence for rules with a ``threshold``.  A required question the
-model declines → ``ModelError("refusal")`` naming it.  Requests with tools are refused
+A property's ``description`` is the question's instructions (else its name, pointing the model
+at the question text in the input); per-value descriptions of a choice come from ``oneOf`` or
+``"x-choice-descriptions": {value: description}``.  A schema may instead carry
+``"x-decision-questions": [...]``, questions in the API's own shape (each with a ``name``),
+sent as they are and answered in the object shape.
+
+A required property that maps to no question (free text, say) is refused with
+``ModelError("bad_request")`` naming it; an optional one is left out.  The reply's ``text`` is
+the JSON object ``{name: answer}``; :class:`DecisionReply` adds every answer's probabilities and
+confidence.  A question the model declines is left out of the text (the API answers the others);
+when it declines them all → ``ModelError("refusal")``.  Requests with tools are refused
 (``bad_request``): the Decisions API calls none.
 """
 
@@ -147,24 +151,20 @@ class OpenAIDecisionsProvider(HTTPModelProvider):
         if len(answers) != len(questions):
             raise ModelError("malformed", f"{len(answers)} answers for {len(questions)} "
                              "questions", model=self.model)
-        required = set(schema.get("required", [])) if "x-decision-questions" not in schema \
-            else {q["name"] for q in questions}
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
         out: dict[str, Any] = {}
         detail: list[DecisionAnswer] = []
-        refused: list[str] = []
         for q, a in zip(questions, answers, strict=True):
             if not isinstance(a, dict):
                 raise ModelError("malformed", f"answer to {q['name']!r} is not an object",
                                  model=self.model)
             ans = _read_answer(q, a)
             detail.append(ans)
-            if ans.type == "refusal":
-                if q["name"] in required:
-                    refused.append(q["name"])
-                continue
-            out[q["name"]] = ans.value
-        if refused:
-            raise ModelError("refusal", f"the model declined to answer {', '.join(refused)}",
+            if ans.type != "refusal":
+                out[q["name"]] = _shaped(ans, props.get(q["name"]) if props else None)
+        if not out:
+            names = ", ".join(q["name"] for q in questions)
+            raise ModelError("refusal", f"the model declined to answer {names}",
                              model=self.model)
         u = raw.get("usage") or {}
         details = u.get("input_tokens_details") or {}
@@ -173,6 +173,26 @@ class OpenAIDecisionsProvider(HTTPModelProvider):
         return DecisionReply(text=json.dumps(out), usage=usage,
                              model=str(raw.get("model") or self.model), stop_reason="answered",
                              answers=tuple(detail))
+
+
+def _shaped(ans: DecisionAnswer, prop: Any) -> Any:
+    """The answer in the shape its schema property asks for (see the module docstring)."""
+    sub = prop.get("properties") if isinstance(prop, dict) else None
+    if not isinstance(sub, dict) and isinstance(prop, dict):
+        return ans.value
+    keys = set(sub) if isinstance(sub, dict) else {"value", "probability", "reason"}
+    obj: dict[str, Any] = {}
+    if ans.type == "predicate":
+        obj["probability"] = ans.probability
+    else:
+        obj["value"] = ans.value
+        p = ans.probabilities.get(str(ans.value), ans.confidence)
+        obj["probability"] = p
+        if "confidence" in keys:
+            obj["confidence"] = ans.confidence
+    if "reason" in keys:
+        obj["reason"] = ""
+    return obj
 
 
 def _read_answer(q: dict[str, Any], a: dict[str, Any]) -> DecisionAnswer:
@@ -232,7 +252,18 @@ def schema_to_questions(schema: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _question(name: str, prop: dict[str, Any]) -> dict[str, Any] | None:
-    instructions = str(prop.get("description") or name)
+    instructions = str(prop.get("description") or
+                       f"Answer the question named {name!r} in the input.")
+    sub = prop.get("properties")
+    if isinstance(sub, dict) and "probability" in sub:  # the monitor's object shape
+        value = sub.get("value")
+        if value is None:
+            return {"type": "predicate", "name": name, "instructions": instructions}
+        if not isinstance(value, dict):
+            return None
+        q = _question(name, {**value, "description": prop.get("description")
+                             or value.get("description")})
+        return q if q is not None and q["type"] == "choice" else None
     if "enum" in prop or "oneOf" in prop or "anyOf" in prop:
         descs = prop.get("x-choice-descriptions") or {}
         choices: list[dict[str, Any]] = []

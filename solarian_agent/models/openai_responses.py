@@ -203,6 +203,6 @@ def _error_kind(ev: dict[str, Any]) -> str:
     code = str(ev.get("code") or "")
     if "rate" in code:
         return "rate_limited"
-    if code in ("invalid_request_error", "invalid_prompt"):
+    if code in ("invalid_request_error", "invalid_prompt", "context_length_exceeded"):
         return "bad_request"
-    return "server"
+    return "server"  # server_error, overloaded_error, ...

@@ -136,7 +136,8 @@ class RulesPlanner:
         view = _newest_view(req, self.camera)
         if view is None:
             if last.role == "tool" and "fresh images" in last.text():
-                return [("finish_task", {"summary": "no overhead image arrives", "success": False})]
+                return [("finish_task", {"summary": "no overhead image arrives",
+                                         "success": False})]
             return [("observe", {"cameras": [self.camera]})]
         if last.role == "tool" and ("observe again" in last.text()
                                     or "taken before the robot last moved" in last.text()):

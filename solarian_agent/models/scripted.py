@@ -9,11 +9,10 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable, Iterable
-from typing import Union
 
 from .base import ModelError, ModelReply, ModelRequest, RecordedCall, ToolCall, Usage
 
-ScriptEntry = Union[ModelReply, ModelError, Callable[[ModelRequest], "ModelReply | ModelError"]]
+ScriptEntry = ModelReply | ModelError | Callable[[ModelRequest], "ModelReply | ModelError"]
 
 
 _call_ids = itertools.count(1)

@@ -31,7 +31,6 @@ from solarian_agent.hw.feetech import protocol as P
 from solarian_agent.hw.feetech.bus import FeetechBus, PortFactory
 from solarian_agent.hw.feetech.calibration import (
     GRIPPER,
-    SO101_IDS,
     ArmCalibration,
 )
 from solarian_agent.hw.feetech.protocol import STS3215

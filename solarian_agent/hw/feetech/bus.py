@@ -62,7 +62,7 @@ def open_serial(port: str, baudrate: int, timeout_s: float) -> SerialPort:
     import serial
 
     try:
-        s = serial.Serial(
+        s: SerialPort = serial.Serial(
             port=port,
             baudrate=baudrate,
             timeout=timeout_s,

@@ -178,7 +178,8 @@ class SimulatedBus:
 
     # ------------------------------------------------------------------ test controls
 
-    def inject(self, servo_id: int, kind: str, count: int | None = 1, delay_s: float = 0.1) -> None:
+    def inject(self, servo_id: int, kind: str, count: int | None = 1,
+               delay_s: float = 0.1) -> None:
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault {kind!r}; one of {FAULT_KINDS}")
         with self._lock:
@@ -315,17 +316,17 @@ class SimulatedBus:
         elif ins == Instruction.SYNC_READ and len(prm) >= 2:
             addr, n = prm[0], prm[1]
             for i in prm[2:]:
-                s = self.servos.get(i)
-                if s is not None:
-                    s.refresh_registers()
-                    out.append((s, bytes(s.mem[addr:addr + n])))
+                found = self.servos.get(i)
+                if found is not None:
+                    found.refresh_registers()
+                    out.append((found, bytes(found.mem[addr:addr + n])))
         elif ins == Instruction.SYNC_WRITE and len(prm) >= 2:
             addr, n = prm[0], prm[1]
             body = prm[2:]
             for k in range(0, len(body) - n, n + 1):
-                s = self.servos.get(body[k])
-                if s is not None:
-                    s.write_mem(addr, body[k + 1:k + 1 + n])
+                dest = self.servos.get(body[k])
+                if dest is not None:
+                    dest.write_mem(addr, body[k + 1:k + 1 + n])
         return out
 
     def _answer(self, servo: SimServo, params: bytes) -> None:

@@ -1,0 +1,489 @@
+"""``ArmController``: the fixed-rate control loop between commands and an arm.
+
+Each ``step()``:
+
+1. reads the arm (one SYNC_READ: positions, speed, load, voltage, temperature, moving, flags);
+   a failed read writes nothing (the arm's state is unknown) and counts a fault;
+   ``max_consecutive_faults`` in a row trip the e-stop;
+2. trips the e-stop on servo status flags (voltage, overheat, overload, ...) and on
+   temperatures above ``max_temperature_c``;
+3. e-stop latched → applies ``estop_action`` ("hold": goal = where the arm was when it
+   tripped, written every tick; "torque_off": torque released) and nothing else moves the arm
+   until ``reset_estop()``; the old target is dropped;
+4. no command within ``command_timeout_s`` → holds the present position and drops the target
+   (never keeps moving toward an old one);
+5. otherwise moves toward the target through ``clamp_target`` (joint limits, max velocity ×
+   dt, max step), from the last goal kept within ``lead_time_s × max_velocity`` of where the
+   arm really is, and writes one SYNC_WRITE of goal positions;
+6. returns an ``ArmReading`` with readings and diagnostics.
+
+``step()`` never raises: every error becomes a fault in the reading and the arm goes safe.
+The controller works against the small ``ArmPort`` protocol, so the simulator can stand in
+for ``FeetechArm``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from solarian_agent.arm.safety import (
+    ArmLimits,
+    CommandWatchdog,
+    EStopLatch,
+    EStopLatchedError,
+    UnsafeCommandError,
+    clamp_target,
+    validate_target,
+)
+from solarian_agent.core.clock import Clock
+from solarian_agent.core.errors import ConfigError
+from solarian_agent.core.messages import JointState
+from solarian_agent.hw.errors import HardwareError
+from solarian_agent.hw.feetech.arm import ArmState
+from solarian_agent.hw.feetech.calibration import GRIPPER
+
+ESTOP_ACTIONS = ("hold", "torque_off")
+EventCallback = Callable[[str, dict[str, Any]], None]
+
+
+class ArmPort(Protocol):
+    """What the controller needs from an arm (``FeetechArm``; the simulator's arm)."""
+
+    @property
+    def limits(self) -> ArmLimits: ...
+
+    @property
+    def joint_names(self) -> tuple[str, ...]: ...
+
+    @property
+    def torque_enabled(self) -> bool: ...
+
+    def read_state(self) -> ArmState: ...
+
+    def write_goal(self, positions: Mapping[str, float]) -> Mapping[str, int]: ...
+
+    def set_torque(self, enabled: bool, joints: Sequence[str] | None = None) -> None: ...
+
+
+@dataclass
+class ArmControllerConfig:
+    rate_hz: float = 50.0
+    command_timeout_s: float = 0.5
+    estop_action: str = "hold"
+    max_consecutive_faults: int = 3
+    lead_time_s: float = 0.2
+    trip_on_servo_flags: bool = True
+    warn_temperature_c: float = 55.0
+    max_temperature_c: float = 70.0
+    warn_voltage_low_v: float = 6.0
+    warn_voltage_high_v: float = 13.0
+    warn_load: float = 0.8
+    enable_torque_on_start: bool = True
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.rate_hz) and 0 < self.rate_hz <= 1000):
+            raise ConfigError("controller.rate_hz", f"must be in (0, 1000], got {self.rate_hz}")
+        if not (math.isfinite(self.command_timeout_s) and self.command_timeout_s > 0):
+            raise ConfigError("controller.command_timeout_s",
+                              f"must be > 0, got {self.command_timeout_s}")
+        if self.estop_action not in ESTOP_ACTIONS:
+            raise ConfigError("controller.estop_action",
+                              f"must be one of {ESTOP_ACTIONS}, got {self.estop_action!r}")
+        if self.max_consecutive_faults < 1:
+            raise ConfigError("controller.max_consecutive_faults",
+                              f"must be >= 1, got {self.max_consecutive_faults}")
+        if not (math.isfinite(self.lead_time_s) and self.lead_time_s > 0):
+            raise ConfigError("controller.lead_time_s", f"must be > 0, got {self.lead_time_s}")
+
+    @property
+    def period_s(self) -> float:
+        return 1.0 / self.rate_hz
+
+
+@dataclass(frozen=True)
+class ServoDiagnostic:
+    joint: str
+    servo_id: int
+    level: str  # ok | warn | error
+    message: str
+    voltage_v: float
+    temperature_c: float
+    load: float
+    moving: bool
+
+
+@dataclass(frozen=True)
+class ArmDiagnostics:
+    level: str  # ok | warn | error
+    message: str
+    servos: tuple[ServoDiagnostic, ...] = ()
+    estop: bool = False
+    estop_reason: str = ""
+    watchdog_expired: bool = True
+    consecutive_faults: int = 0
+    bus: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ArmReading:
+    """The outcome of one ``step()``."""
+
+    stamp: float
+    state: ArmState | None  # None when the arm could not be read this step
+    mode: str  # tracking | holding | estop | fault | torque_off
+    goal: dict[str, float]  # what was written this step ({}: nothing)
+    target: dict[str, float] | None
+    faults: tuple[str, ...]
+    diagnostics: ArmDiagnostics
+
+    @property
+    def joint_state(self) -> JointState | None:
+        return None if self.state is None else self.state.joint_state()
+
+    @property
+    def gripper_mm(self) -> float | None:
+        return None if self.state is None else self.state.gripper_mm
+
+    @property
+    def estop(self) -> bool:
+        return self.diagnostics.estop
+
+
+_LEVELS = {"ok": 0, "warn": 1, "error": 2}
+
+
+def _worst(levels: Sequence[str]) -> str:
+    return max(levels, key=lambda x: _LEVELS[x], default="ok")
+
+
+class ArmController:
+    """Fixed-rate control of one arm with the e-stop latch and command watchdog applied."""
+
+    def __init__(
+        self,
+        arm: ArmPort,
+        clock: Clock,
+        config: ArmControllerConfig | None = None,
+        on_event: EventCallback | None = None,
+    ) -> None:
+        self.arm = arm
+        self.clock = clock
+        self.config = config or ArmControllerConfig()
+        self.limits = arm.limits
+        self.latch = EStopLatch()
+        self.watchdog = CommandWatchdog(self.config.command_timeout_s, clock)
+        self._on_event = on_event
+        self._lock = threading.Lock()
+        self._target: dict[str, float] | None = None
+        self._target_velocity: float | None = None
+        self._goal: dict[str, float] | None = None  # last goal written
+        self._hold: dict[str, float] | None = None  # goal while holding
+        self._estop_applied = False
+        self._resume = False
+        self._last_step: float | None = None
+        self._consecutive_faults = 0
+        self.latest: ArmReading | None = None
+        self.events: deque[tuple[float, str, dict[str, Any]]] = deque(maxlen=200)
+        self.steps = 0
+        self.overruns = 0
+        self._started = False
+
+    # ------------------------------------------------------------------ commands (any thread)
+
+    def command(self, target: Mapping[str, float], source: str = "agent",
+                max_velocity: float | None = None) -> None:
+        """Set a new target (joint units; partial targets keep the other joints' goals).
+
+        Raises ``UnsafeCommandError`` (unknown joint, NaN/inf) and ``EStopLatchedError``;
+        nothing is stored in either case.  Feeds the watchdog."""
+        checked = validate_target(self.limits, target)
+        if max_velocity is not None and not (math.isfinite(max_velocity) and max_velocity >= 0):
+            raise UnsafeCommandError(f"max_velocity {max_velocity!r} must be finite and >= 0",
+                                     value=max_velocity)
+        self.latch.check()
+        with self._lock:
+            merged = dict(self._target or {})
+            merged.update(checked)
+            self._target = merged
+            self._target_velocity = max_velocity
+            self.watchdog.feed()
+        self._event("command", {"source": source, "joints": sorted(checked)})
+
+    def hold(self, reason: str = "hold requested") -> None:
+        """Drop the target; hold where the arm is at the next step."""
+        with self._lock:
+            self._target = None
+            self._hold = None
+            self.watchdog.clear()
+        self._event("hold", {"reason": reason})
+
+    def estop(self, reason: str) -> None:
+        if self.latch.trip(reason):
+            self._event("estop", {"reason": reason})
+
+    def reset_estop(self) -> bool:
+        """Release the latch.  The arm resumes holding where it is; no old target survives."""
+        with self._lock:
+            was = self.latch.reset()
+            if was:
+                self._target = None
+                self._hold = None
+                self.watchdog.clear()
+                self._resume = True
+                self._consecutive_faults = 0
+        if was:
+            self._event("estop_reset", {})
+        return was
+
+    def setpoint(self) -> dict[str, float]:
+        """The active target merged over the last goal (for jogging from where we aim)."""
+        with self._lock:
+            base = dict(self._goal or {})
+            if not base and self.latest is not None and self.latest.state is not None:
+                base = dict(self.latest.state.positions)
+            base.update(self._target or {})
+            return base
+
+    def positions(self) -> dict[str, float]:
+        """The last measured positions ({} before the first good read)."""
+        r = self.latest
+        return {} if r is None or r.state is None else dict(r.state.positions)
+
+    # ------------------------------------------------------------------ the loop
+
+    def step(self) -> ArmReading:
+        """One control tick; never raises."""
+        now = self.clock.now()
+        dt = 0.0 if self._last_step is None else now - self._last_step
+        dt = min(max(dt, 0.0), 2.0 * self.config.period_s)  # a stalled loop never jumps
+        self._last_step = now
+        self.steps += 1
+        faults: list[str] = []
+        try:
+            reading = self._step(now, dt, faults)
+        except Exception as e:  # last resort: report, go safe, keep the loop alive
+            msg = f"control step failed: {type(e).__name__}: {e}"
+            faults.append(msg)
+            self.estop(msg)
+            reading = self._reading(now, None, "fault", {}, faults)
+        self.latest = reading
+        return reading
+
+    def _step(self, now: float, dt: float, faults: list[str]) -> ArmReading:
+        cfg = self.config
+        try:
+            state = self.arm.read_state()
+        except HardwareError as e:
+            self._consecutive_faults += 1
+            faults.append(f"read failed: {e}")
+            self._event("fault", {"error": str(e), "consecutive": self._consecutive_faults})
+            if self._consecutive_faults >= cfg.max_consecutive_faults:
+                self.estop(f"servo bus: {self._consecutive_faults} consecutive failed reads; "
+                           f"last: {e}")
+                if cfg.estop_action == "torque_off":
+                    self._try_torque(False, faults)
+            return self._reading(now, None, "fault", {}, faults)
+        self._consecutive_faults = 0
+
+        if cfg.trip_on_servo_flags:
+            for f in state.faults:
+                self.estop(str(f))
+                faults.append(str(f))
+        for name, s in state.servos.items():
+            if s.temperature_c >= cfg.max_temperature_c:
+                msg = (f"{name} (servo {s.servo_id}) at {s.temperature_c:.0f} °C, above "
+                       f"{cfg.max_temperature_c:.0f} °C")
+                self.estop(msg)
+                faults.append(msg)
+
+        if not self._started:
+            self._started = True
+            self._hold = dict(state.positions)
+            if cfg.enable_torque_on_start and not self.latch.tripped:
+                self._write(dict(state.positions), faults)  # goal = here, then torque on
+                self._try_torque(True, faults)
+
+        if self.latch.tripped:
+            with self._lock:
+                self._target = None
+                self.watchdog.clear()
+                first = not self._estop_applied
+                self._estop_applied = True
+                if first or self._hold is None:
+                    self._hold = dict(state.positions)
+                hold = dict(self._hold)
+            if cfg.estop_action == "torque_off":
+                if first or self.arm.torque_enabled:
+                    self._try_torque(False, faults)
+                return self._reading(now, state, "estop", {}, faults)
+            written = self._write(hold, faults) if self.arm.torque_enabled else {}
+            return self._reading(now, state, "estop", written, faults)
+
+        if self._estop_applied or self._resume:
+            with self._lock:
+                self._estop_applied = False
+                self._resume = False
+                self._hold = dict(state.positions)
+                self._goal = dict(state.positions)
+            if not self.arm.torque_enabled:
+                self._write(dict(state.positions), faults)
+                self._try_torque(True, faults)
+
+        if not self.arm.torque_enabled:
+            # joints are free: follow them so that torque-on never jumps to an old goal
+            with self._lock:
+                self._target = None
+                self._hold = dict(state.positions)
+                self._goal = dict(state.positions)
+            return self._reading(now, state, "torque_off", {}, faults)
+
+        with self._lock:
+            target = self._target
+            vmax = self._target_velocity
+            if target is not None and self.watchdog.expired():
+                age = self.watchdog.age()
+                self._target = None
+                target = None
+                self._hold = dict(state.positions)
+                self._event("watchdog", {
+                    "age_s": age, "timeout_s": cfg.command_timeout_s,
+                    "action": "holding at present position; target dropped"})
+            if self._hold is None:
+                self._hold = dict(state.positions)
+            hold = dict(self._hold)
+            last_goal = dict(self._goal or hold)
+
+        if target is None:
+            goal = {n: hold.get(n, state.positions[n]) for n in state.positions}
+            written = self._write(goal, faults)
+            return self._reading(now, state, "holding", written, faults)
+
+        # moving: from the last goal, kept close to where the arm really is
+        lim = self.limits.as_dict()
+        base: dict[str, float] = {}
+        for n, present in state.positions.items():
+            lead = lim[n].max_velocity * cfg.lead_time_s
+            g = last_goal.get(n, present)
+            base[n] = min(present + lead, max(present - lead, g))
+        stepped = clamp_target(self.limits, base, target, dt, vmax)
+        goal = {n: stepped.get(n, last_goal.get(n, hold.get(n, base[n])))
+                for n in state.positions}
+        with self._lock:
+            self._hold = dict(goal)  # if the stream stops, we hold here, not at the target
+        written = self._write(goal, faults)
+        return self._reading(now, state, "tracking", written, faults, target)
+
+    def _write(self, goal: dict[str, float], faults: list[str]) -> dict[str, float]:
+        try:
+            self.arm.write_goal(goal)
+        except (HardwareError, UnsafeCommandError) as e:
+            faults.append(f"write failed: {e}")
+            self._event("fault", {"error": str(e)})
+            return {}
+        with self._lock:
+            self._goal = dict(goal)
+        return goal
+
+    def _try_torque(self, enabled: bool, faults: list[str]) -> None:
+        try:
+            self.arm.set_torque(enabled)
+        except HardwareError as e:
+            faults.append(f"torque {'on' if enabled else 'off'} failed: {e}")
+            self._event("fault", {"error": str(e)})
+
+    def enable_torque(self) -> None:
+        """Torque on at the next step, holding where the arm is (refused while latched)."""
+        self.latch.check()
+        with self._lock:
+            self._resume = True
+            self._target = None
+
+    def disable_torque(self) -> None:
+        """Release the joints now (the arm sags; use for hand-guiding and calibration)."""
+        with self._lock:
+            self._target = None
+        self.arm.set_torque(False)
+
+    def run(self, stop: threading.Event, max_steps: int | None = None) -> None:
+        """Step at ``rate_hz`` until ``stop`` is set (or ``max_steps``); never raises."""
+        period = self.config.period_s
+        next_t = self.clock.now()
+        n = 0
+        while not stop.is_set() and (max_steps is None or n < max_steps):
+            self.step()
+            n += 1
+            next_t += period
+            now = self.clock.now()
+            if now > next_t + period:  # overrun: skip missed ticks instead of bursting
+                self.overruns += 1
+                next_t = now
+            self.clock.sleep_until(next_t, stop)
+
+    # ------------------------------------------------------------------ reporting
+
+    def _event(self, kind: str, detail: dict[str, Any]) -> None:
+        self.events.append((self.clock.now(), kind, detail))
+        if self._on_event is not None:
+            try:
+                self._on_event(kind, detail)
+            except Exception:  # a broken listener must not stop the arm
+                pass
+
+    def _reading(self, now: float, state: ArmState | None, mode: str,
+                 goal: dict[str, float], faults: list[str],
+                 target: dict[str, float] | None = None) -> ArmReading:
+        return ArmReading(now, state, mode, dict(goal), dict(target) if target else None,
+                          tuple(faults), self._diagnostics(state, faults))
+
+    def _diagnostics(self, state: ArmState | None, faults: list[str]) -> ArmDiagnostics:
+        cfg = self.config
+        servos: list[ServoDiagnostic] = []
+        if state is not None:
+            for name, s in state.servos.items():
+                level, msgs = "ok", list[str]()
+                if s.error_flags:
+                    level, msgs = "error", [*msgs, ", ".join(s.error_flags)]
+                if s.temperature_c >= cfg.max_temperature_c:
+                    level = "error"
+                    msgs.append(f"{s.temperature_c:.0f} °C")
+                elif s.temperature_c >= cfg.warn_temperature_c:
+                    level = _worst([level, "warn"])
+                    msgs.append(f"hot: {s.temperature_c:.0f} °C")
+                if s.voltage_v < cfg.warn_voltage_low_v or s.voltage_v > cfg.warn_voltage_high_v:
+                    level = _worst([level, "warn"])
+                    msgs.append(f"supply {s.voltage_v:.1f} V")
+                if abs(s.load) >= cfg.warn_load:
+                    level = _worst([level, "warn"])
+                    msgs.append(f"load {abs(s.load) * 100:.0f}%")
+                servos.append(ServoDiagnostic(name, s.servo_id, level, "; ".join(msgs) or "ok",
+                                              s.voltage_v, s.temperature_c, s.load, s.moving))
+        estop, reason = self.latch.tripped, self.latch.reason
+        levels = [s.level for s in servos]
+        if faults or state is None:
+            levels.append("error")
+        if estop:
+            levels.append("error")
+        level = _worst(levels)
+        parts = []
+        if estop:
+            parts.append(f"e-stop latched: {reason}")
+        parts.extend(faults)
+        parts.extend(f"{s.joint}: {s.message}" for s in servos if s.level != "ok")
+        bus = getattr(self.arm, "bus", None)
+        stats = dict(vars(bus.stats)) if bus is not None and hasattr(bus, "stats") else {}
+        return ArmDiagnostics(
+            level=level, message="; ".join(parts) or "ok", servos=tuple(servos), estop=estop,
+            estop_reason=reason, watchdog_expired=self.watchdog.expired(),
+            consecutive_faults=self._consecutive_faults, bus=stats,
+        )
+
+
+__all__ = [
+    "ArmController", "ArmControllerConfig", "ArmDiagnostics", "ArmPort", "ArmReading",
+    "EStopLatchedError", "GRIPPER", "ServoDiagnostic",
+]

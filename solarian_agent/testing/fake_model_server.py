@@ -1,0 +1,673 @@
+"""A local HTTP server that speaks the model services' wire formats — the documented test fake.
+
+The model SDKs are exercised for real, over HTTP, against this server; only the model's
+judgement is scripted.  It serves, on ``127.0.0.1`` at a free port:
+
+* Anthropic ``POST /v1/messages``
+* OpenAI ``POST /v1/chat/completions``, ``POST /v1/responses`` and ``POST /v1/decisions``
+
+each as a plain JSON reply or, when the request body says ``"stream": true``, as server-sent
+events in the service's event grammar.  Every request is recorded (method, path, headers with
+the credential values redacted, the parsed JSON body) for assertions.
+
+Replies come from one FIFO script shared by all endpoints.  A script entry is provider-neutral
+and rendered in the wire format of the endpoint that was called:
+
+* :class:`Reply` — text, tool calls (arguments as a dict, or as raw text to send malformed
+  JSON), optional thinking, usage, an optional ``delay_s`` before the reply,
+  ``chunk_delay_s`` between streamed events and ``stream_error`` (the service's error event
+  in the middle of a stream);
+* :class:`Refusal`, :class:`Empty` — a refusal / a reply with nothing in it;
+* :class:`HTTPError` — any status with the service's error body, ``retry_after`` header;
+* :class:`Malformed` — a 200 whose body is not valid JSON (or any raw bytes);
+* :class:`Drop` — close the connection without answering;
+* :class:`Decision` — answers for ``/v1/decisions`` (built from the request's questions when
+  only ``values`` are given).
+
+With ``api_key`` set the server checks the credential each SDK sends (``Authorization:
+Bearer``, or Anthropic's ``x-api-key``) and answers 401 when it is wrong; the recorded headers
+never hold it.  When the script is empty the server answers 400 ``fake_model_server: no
+scripted reply left``.
+
+Example::
+
+    with FakeModelServer(api_key="sk-test") as server:
+        server.add(Reply("hello"), HTTPError(429, retry_after=1), Reply(tool_calls=[
+            ToolUse("pick", {"x": 3})]))
+        client = anthropic.Anthropic(api_key="sk-test", base_url=server.anthropic_base_url)
+        ...
+        assert server.requests[0].body["model"] == "claude-test"
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = [
+    "Decision",
+    "Drop",
+    "Empty",
+    "FakeModelServer",
+    "HTTPError",
+    "Malformed",
+    "RecordedRequest",
+    "Refusal",
+    "Reply",
+    "ScriptEntry",
+    "ToolUse",
+]
+
+REDACTED = "<redacted>"
+_SECRET_HEADERS = ("authorization", "x-api-key", "api-key", "proxy-authorization")
+
+
+# --------------------------------------------------------------------------- script entries
+
+
+@dataclass
+class ToolUse:
+    """A tool call in a scripted reply; ``arguments`` as a str is sent as raw argument text."""
+
+    name: str
+    arguments: dict[str, Any] | str = field(default_factory=dict)
+    id: str | None = None
+
+
+@dataclass
+class Reply:
+    text: str = ""
+    tool_calls: Sequence[ToolUse] = ()
+    thinking: str = ""
+    input_tokens: int = 100
+    output_tokens: int = 20
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    stop_reason: str | None = None
+    model: str | None = None
+    delay_s: float = 0.0
+    chunk_delay_s: float = 0.0
+    # streams only: after two events, send the service's error event and end the stream
+    stream_error: HTTPError | None = None
+
+
+@dataclass
+class Refusal:
+    text: str = "I can't help with that."
+    delay_s: float = 0.0
+
+
+@dataclass
+class Empty:
+    delay_s: float = 0.0
+
+
+@dataclass
+class HTTPError:
+    status: int
+    message: str = ""
+    error_type: str | None = None
+    retry_after: float | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+
+
+@dataclass
+class Malformed:
+    body: bytes = b'{"id": "broken", "content": [{"type": "text", "text": "cut off'
+    status: int = 200
+    content_type: str = "application/json"
+    delay_s: float = 0.0
+
+
+@dataclass
+class Drop:
+    """Close the connection without sending a response (a connection error)."""
+
+    delay_s: float = 0.0
+
+
+@dataclass
+class Decision:
+    """Answers for ``/v1/decisions``: explicit ``answers`` or ``values`` by question name."""
+
+    answers: list[dict[str, Any]] | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+    input_tokens: int = 300
+    delay_s: float = 0.0
+
+
+ScriptEntry = Reply | Refusal | Empty | HTTPError | Malformed | Drop | Decision
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    raw: bytes
+    auth_ok: bool | None
+    t: float
+
+    @property
+    def stream(self) -> bool:
+        return isinstance(self.body, dict) and bool(self.body.get("stream"))
+
+
+# --------------------------------------------------------------------------- the server
+
+
+class FakeModelServer:
+    """Start with :meth:`start` (or ``with``); stop with :meth:`stop`."""
+
+    def __init__(self, *, api_key: str | None = None, model: str = "fake-model") -> None:
+        self.api_key = api_key
+        self.model = model
+        self.requests: list[RecordedRequest] = []
+        self.unscripted = 0
+        self._script: list[ScriptEntry] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._ids = 0
+
+    # -- lifecycle
+    def start(self) -> FakeModelServer:
+        handler = type("_Handler", (_Handler,), {"fake": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever,
+                                        kwargs={"poll_interval": 0.05},
+                                        name="fake-model-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("the fake model server is not running")
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.url
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.url + "/v1"
+
+    # -- script and records
+    def add(self, *entries: ScriptEntry) -> None:
+        with self._lock:
+            self._script.extend(entries)
+
+    @property
+    def remaining(self) -> int:
+        with self._lock:
+            return len(self._script)
+
+    def bodies(self, path: str | None = None) -> list[Any]:
+        with self._lock:
+            return [r.body for r in self.requests if path is None or r.path == path]
+
+    def clear(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self._script.clear()
+            self.unscripted = 0
+
+    def _pop(self) -> ScriptEntry | None:
+        with self._lock:
+            if not self._script:
+                self.unscripted += 1
+                return None
+            return self._script.pop(0)
+
+    def _record(self, req: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(req)
+
+    def _next_id(self, prefix: str) -> str:
+        with self._lock:
+            self._ids += 1
+            return f"{prefix}_{self._ids:04d}"
+
+    def _wait(self, seconds: float) -> None:
+        if seconds > 0:
+            self._stopping.wait(seconds)
+
+
+# --------------------------------------------------------------------------- HTTP handling
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeModelServer
+    protocol_version = "HTTP/1.0"
+    server_version = "FakeModelServer/1.0"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        self._json(404, {"error": {"type": "not_found_error", "message": "not found"}})
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        try:
+            self._post()
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            pass  # the client gave up (a timeout test): nothing to answer
+
+    def _post(self) -> None:
+        fake = self.fake
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body: Any = json.loads(raw.decode("utf-8")) if raw else None
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            body = {"_raw": raw.decode("utf-8", "replace")}
+        path = self.path.split("?", 1)[0]
+        flavour = _FLAVOURS.get(path)
+        auth_ok = self._auth_ok(flavour)
+        headers = {k.lower(): (REDACTED if k.lower() in _SECRET_HEADERS else v)
+                   for k, v in self.headers.items()}
+        fake._record(RecordedRequest("POST", path, headers, body, raw, auth_ok, time.time()))
+        if flavour is None:
+            self._error("openai", HTTPError(404, f"no such endpoint {path}"))
+            return
+        if auth_ok is False:
+            self._error(flavour, HTTPError(401, "invalid x-api-key" if flavour == "anthropic"
+                                           else "Incorrect API key provided"))
+            return
+        entry = fake._pop()
+        if entry is None:
+            self._error(flavour, HTTPError(400, "fake_model_server: no scripted reply left"))
+            return
+        fake._wait(getattr(entry, "delay_s", 0.0))
+        if fake._stopping.is_set():
+            return
+        req = body if isinstance(body, dict) else {}
+        if isinstance(entry, HTTPError):
+            self._error(flavour, entry)
+        elif isinstance(entry, Malformed):
+            self._send(entry.status, entry.body, entry.content_type)
+        elif isinstance(entry, Drop):
+            self.close_connection = True
+        elif flavour == "decisions":
+            self._decision(entry, req)
+        elif isinstance(entry, Decision):
+            self._error(flavour, HTTPError(400, "fake_model_server: a Decision was scripted "
+                                           f"but {path} was called"))
+        else:
+            renderer = _RENDERERS[flavour]
+            stream = bool(req.get("stream"))
+            model = (getattr(entry, "model", None) or req.get("model") or fake.model)
+            events = renderer(fake, entry, str(model), req, stream)
+            if stream:
+                failure = getattr(entry, "stream_error", None)
+                if failure is not None:
+                    events = _fail_after(events, 2, _stream_error(flavour, failure))
+                self._sse(events, getattr(entry, "chunk_delay_s", 0.0))
+            else:
+                self._json(200, next(iter(events))[1])
+
+    def _auth_ok(self, flavour: str | None) -> bool | None:
+        key = self.fake.api_key
+        if key is None:
+            return None
+        bearer = self.headers.get("authorization") == f"Bearer {key}"
+        if flavour == "anthropic":
+            return bearer or self.headers.get("x-api-key") == key
+        return bearer
+
+    # -- writing
+    def _send(self, status: int, data: bytes, content_type: str,
+              headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(obj).encode(), "application/json",
+                   {"request-id": self.fake._next_id("req"),
+                    "x-request-id": self.fake._next_id("req"), **(headers or {})})
+
+    def _sse(self, events: Iterator[tuple[str | None, Any]], chunk_delay_s: float) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.end_headers()
+        for name, data in events:
+            chunk = (f"event: {name}\n" if name else "") + "data: " + (
+                data if isinstance(data, str) else json.dumps(data)) + "\n\n"
+            self.wfile.write(chunk.encode())
+            self.wfile.flush()
+            self.fake._wait(chunk_delay_s)
+        self.close_connection = True
+
+    def _error(self, flavour: str, e: HTTPError) -> None:
+        etype = e.error_type or _ERROR_TYPES.get(e.status, "api_error")
+        message = e.message or f"fake error {e.status}"
+        headers = dict(e.headers)
+        if e.retry_after is not None:
+            headers["retry-after"] = f"{e.retry_after:g}"
+        headers.setdefault("x-should-retry", "false")
+        if flavour == "anthropic":
+            body: dict[str, Any] = {"type": "error", "error": {"type": etype,
+                                                               "message": message}}
+        else:
+            body = {"error": {"message": message, "type": etype, "param": None,
+                              "code": etype}}
+        self._json(e.status, body, headers)
+
+    def _decision(self, entry: ScriptEntry, req: dict[str, Any]) -> None:
+        questions = req.get("questions") or []
+        if isinstance(entry, Refusal):
+            answers = [{"type": "refusal", "name": q.get("name")} for q in questions]
+            entry = Decision(answers=answers)
+        elif isinstance(entry, Empty):
+            entry = Decision(answers=[])
+        if not isinstance(entry, Decision):
+            self._error("decisions", HTTPError(400, "fake_model_server: /v1/decisions needs a "
+                                               "scripted Decision, Refusal or Empty"))
+            return
+        answers = entry.answers if entry.answers is not None else [
+            _answer(q, entry.values.get(q.get("name"))) for q in questions]
+        self._json(200, {"answers": answers, "model": req.get("model") or self.fake.model,
+                         "usage": {"input_tokens": entry.input_tokens,
+                                   "input_tokens_details": {"cached_tokens": 0,
+                                                            "cache_write_tokens": 0},
+                                   "output_tokens": 0,
+                                   "output_tokens_details": {"reasoning_tokens": 0},
+                                   "total_tokens": entry.input_tokens}})
+
+
+_FLAVOURS = {
+    "/v1/messages": "anthropic",
+    "/v1/chat/completions": "chat",
+    "/v1/responses": "responses",
+    "/v1/decisions": "decisions",
+}
+_ERROR_TYPES = {
+    400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+    404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
+    500: "api_error", 503: "api_error", 529: "overloaded_error",
+}
+
+
+def _stream_error(flavour: str, e: HTTPError) -> tuple[str | None, Any]:
+    etype = e.error_type or _ERROR_TYPES.get(e.status, "api_error")
+    message = e.message or f"fake stream error {e.status}"
+    if flavour == "anthropic":
+        return "error", {"type": "error", "error": {"type": etype, "message": message}}
+    if flavour == "responses":
+        return "error", {"type": "error", "code": etype, "message": message, "param": None,
+                         "sequence_number": 99}
+    return None, {"error": {"message": message, "type": etype, "param": None, "code": etype}}
+
+
+def _fail_after(events: Iterator[tuple[str | None, Any]], n: int,
+                error: tuple[str | None, Any]) -> Iterator[tuple[str | None, Any]]:
+    for i, ev in enumerate(events):
+        if i == n:
+            break
+        yield ev
+    yield error
+
+
+def _answer(q: dict[str, Any], value: Any) -> dict[str, Any]:
+    name, t = q.get("name"), q.get("type")
+    if t == "predicate":
+        p = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+            else (0.9 if value else 0.1)
+        return {"type": "predicate", "name": name, "probability": p}
+    if t == "choice":
+        values = [c.get("value") for c in q.get("choices") or []]
+        pick = value if value in values else (values[0] if values else None)
+        rest = (0.2 / (len(values) - 1)) if len(values) > 1 else 0.0
+        return {"type": "choice", "name": name, "choice": pick, "confidence": 0.8,
+                "probabilities": [{"value": v, "probability": 0.8 if v == pick else rest}
+                                  for v in values]}
+    levels = q.get("levels") or []
+    score = float(value or 0)
+    return {"type": "score", "name": name, "score": score, "confidence": 0.8,
+            "probabilities": [{"label": lv.get("label"), "value": i,
+                               "probability": 1.0 if i == round(score) else 0.0}
+                              for i, lv in enumerate(levels)]}
+
+
+# --------------------------------------------------------------------------- wire renderers
+# Each renderer yields (event name, data) pairs: the first pair's data is the whole reply for
+# a non-streamed call; for a streamed one every pair is one server-sent event.
+
+Events = Iterator[tuple[str | None, Any]]
+
+
+def _args_text(tc: ToolUse) -> str:
+    return tc.arguments if isinstance(tc.arguments, str) else json.dumps(tc.arguments)
+
+
+def _halves(s: str) -> list[str]:
+    if len(s) < 2:
+        return [s] if s else []
+    m = len(s) // 2
+    return [s[:m], s[m:]]
+
+
+def _anthropic(fake: FakeModelServer, entry: ScriptEntry, model: str, req: dict[str, Any],
+               stream: bool) -> Events:
+    r = entry if isinstance(entry, Reply) else Reply()
+    content: list[dict[str, Any]] = []
+    if r.thinking:
+        content.append({"type": "thinking", "thinking": r.thinking,
+                        "signature": "sig-" + fake._next_id("th")})
+    if isinstance(entry, Refusal):
+        stop = "refusal"
+    elif isinstance(entry, Empty):
+        stop = "end_turn"
+    else:
+        if r.text:
+            content.append({"type": "text", "text": r.text})
+        for tc in r.tool_calls:
+            content.append({"type": "tool_use", "id": tc.id or fake._next_id("toolu"),
+                            "name": tc.name, "input": tc.arguments})
+        stop = r.stop_reason or ("tool_use" if r.tool_calls else "end_turn")
+    usage = {"input_tokens": r.input_tokens, "output_tokens": r.output_tokens,
+             "cache_read_input_tokens": r.cache_read_tokens,
+             "cache_creation_input_tokens": r.cache_write_tokens}
+    msg: dict[str, Any] = {"id": fake._next_id("msg"), "type": "message",
+                           "role": "assistant", "model": model, "content": content,
+                           "stop_reason": stop, "stop_sequence": None, "usage": usage}
+    if isinstance(entry, Refusal):
+        msg["stop_details"] = {"type": "refusal", "category": None,
+                               "explanation": entry.text}
+    if not stream:
+        yield None, msg
+        return
+    yield "message_start", {"type": "message_start", "message": {
+        **msg, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}}
+    yield "ping", {"type": "ping"}
+    for i, block in enumerate(content):
+        t = block["type"]
+        if t == "text":
+            yield "content_block_start", {"type": "content_block_start", "index": i,
+                                          "content_block": {"type": "text", "text": ""}}
+            for piece in _halves(block["text"]):
+                yield "content_block_delta", {"type": "content_block_delta", "index": i,
+                                              "delta": {"type": "text_delta", "text": piece}}
+        elif t == "thinking":
+            yield "content_block_start", {"type": "content_block_start", "index": i,
+                                          "content_block": {"type": "thinking", "thinking": "",
+                                                            "signature": ""}}
+            yield "content_block_delta", {"type": "content_block_delta", "index": i, "delta": {
+                "type": "thinking_delta", "thinking": block["thinking"]}}
+            yield "content_block_delta", {"type": "content_block_delta", "index": i, "delta": {
+                "type": "signature_delta", "signature": block["signature"]}}
+        else:
+            yield "content_block_start", {"type": "content_block_start", "index": i,
+                                          "content_block": {"type": "tool_use",
+                                                            "id": block["id"],
+                                                            "name": block["name"],
+                                                            "input": {}}}
+            raw = block["input"] if isinstance(block["input"], str) else json.dumps(
+                block["input"])
+            for piece in _halves(raw):
+                yield "content_block_delta", {"type": "content_block_delta", "index": i,
+                                              "delta": {"type": "input_json_delta",
+                                                        "partial_json": piece}}
+        yield "content_block_stop", {"type": "content_block_stop", "index": i}
+    yield "message_delta", {"type": "message_delta",
+                            "delta": {"stop_reason": stop, "stop_sequence": None,
+                                      "stop_details": msg.get("stop_details")},
+                            "usage": {"output_tokens": r.output_tokens}}
+    yield "message_stop", {"type": "message_stop"}
+
+
+def _chat(fake: FakeModelServer, entry: ScriptEntry, model: str, req: dict[str, Any],
+          stream: bool) -> Events:
+    r = entry if isinstance(entry, Reply) else Reply()
+    cid = fake._next_id("chatcmpl")
+    message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
+    tool_calls: list[dict[str, Any]] = []
+    if isinstance(entry, Reply):
+        tool_calls = [{"id": tc.id or fake._next_id("call"), "type": "function",
+                       "function": {"name": tc.name, "arguments": _args_text(tc)}}
+                      for tc in r.tool_calls]
+    if isinstance(entry, Refusal):
+        message["refusal"] = entry.text
+        finish = "stop"
+    elif isinstance(entry, Empty):
+        message["content"] = ""
+        finish = "stop"
+    else:
+        message["content"] = r.text or None
+        if tool_calls:
+            message["tool_calls"] = tool_calls
+        finish = r.stop_reason or ("tool_calls" if tool_calls else "stop")
+    usage = {"prompt_tokens": r.input_tokens + r.cache_read_tokens,
+             "completion_tokens": r.output_tokens,
+             "total_tokens": r.input_tokens + r.cache_read_tokens + r.output_tokens,
+             "prompt_tokens_details": {"cached_tokens": r.cache_read_tokens}}
+    base = {"id": cid, "created": 1_700_000_000, "model": model}
+    if not stream:
+        yield None, {**base, "object": "chat.completion", "choices": [
+            {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+            "usage": usage}
+        return
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {**base, "object": "chat.completion.chunk", "choices": [
+            {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}]}
+
+    yield None, chunk({"role": "assistant", "content": ""})
+    if message.get("refusal"):
+        for piece in _halves(message["refusal"]):
+            yield None, chunk({"refusal": piece})
+    for piece in _halves(message.get("content") or ""):
+        yield None, chunk({"content": piece})
+    for i, tc in enumerate(tool_calls):
+        yield None, chunk({"tool_calls": [{"index": i, "id": tc["id"], "type": "function",
+                                           "function": {"name": tc["function"]["name"],
+                                                        "arguments": ""}}]})
+        for piece in _halves(tc["function"]["arguments"]):
+            yield None, chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+    yield None, chunk({}, finish)
+    if (req.get("stream_options") or {}).get("include_usage"):
+        yield None, {**base, "object": "chat.completion.chunk", "choices": [], "usage": usage}
+    yield None, "[DONE]"
+
+
+def _responses(fake: FakeModelServer, entry: ScriptEntry, model: str, req: dict[str, Any],
+               stream: bool) -> Events:
+    r = entry if isinstance(entry, Reply) else Reply()
+    output: list[dict[str, Any]] = []
+    if isinstance(entry, Refusal):
+        output.append({"type": "message", "id": fake._next_id("msg"), "status": "completed",
+                       "role": "assistant",
+                       "content": [{"type": "refusal", "refusal": entry.text}]})
+    elif isinstance(entry, Reply):
+        if r.thinking:
+            output.append({"type": "reasoning", "id": fake._next_id("rs"),
+                           "summary": [{"type": "summary_text", "text": r.thinking}]})
+        if r.text:
+            output.append({"type": "message", "id": fake._next_id("msg"),
+                           "status": "completed", "role": "assistant", "content": [
+                               {"type": "output_text", "text": r.text, "annotations": []}]})
+        for tc in r.tool_calls:
+            output.append({"type": "function_call", "id": fake._next_id("fc"),
+                           "call_id": tc.id or fake._next_id("call"), "name": tc.name,
+                           "arguments": _args_text(tc), "status": "completed"})
+    status = "completed"
+    incomplete = None
+    if r.stop_reason in ("max_output_tokens", "content_filter"):
+        status, incomplete = "incomplete", {"reason": r.stop_reason}
+    total_in = r.input_tokens + r.cache_read_tokens + r.cache_write_tokens
+    resp = {"id": fake._next_id("resp"), "object": "response", "created_at": 1_700_000_000,
+            "status": status, "model": model, "output": output, "error": None,
+            "incomplete_details": incomplete, "parallel_tool_calls": True,
+            "tool_choice": "auto", "tools": [],
+            "usage": {"input_tokens": total_in,
+                      "input_tokens_details": {"cached_tokens": r.cache_read_tokens,
+                                               "cache_write_tokens": r.cache_write_tokens},
+                      "output_tokens": r.output_tokens,
+                      "output_tokens_details": {"reasoning_tokens": 0},
+                      "total_tokens": total_in + r.output_tokens}}
+    if not stream:
+        yield None, resp
+        return
+    seq = iter(range(1_000_000))
+    yield "response.created", {"type": "response.created", "sequence_number": next(seq),
+                               "response": {**resp, "status": "in_progress", "output": [],
+                                            "usage": None}}
+    for i, item in enumerate(output):
+        yield "response.output_item.added", {"type": "response.output_item.added",
+                                             "sequence_number": next(seq), "output_index": i,
+                                             "item": {**item, "status": "in_progress"}}
+        if item["type"] == "message" and item["content"][0]["type"] == "output_text":
+            for piece in _halves(item["content"][0]["text"]):
+                yield "response.output_text.delta", {
+                    "type": "response.output_text.delta", "sequence_number": next(seq),
+                    "item_id": item["id"], "output_index": i, "content_index": 0,
+                    "delta": piece, "logprobs": []}
+        elif item["type"] == "function_call":
+            for piece in _halves(item["arguments"]):
+                yield "response.function_call_arguments.delta", {
+                    "type": "response.function_call_arguments.delta",
+                    "sequence_number": next(seq), "item_id": item["id"], "output_index": i,
+                    "delta": piece}
+        yield "response.output_item.done", {"type": "response.output_item.done",
+                                            "sequence_number": next(seq), "output_index": i,
+                                            "item": item}
+    final = "response.incomplete" if status == "incomplete" else "response.completed"
+    yield final, {"type": final, "sequence_number": next(seq), "response": resp}
+
+
+_RENDERERS = {"anthropic": _anthropic, "chat": _chat, "responses": _responses}

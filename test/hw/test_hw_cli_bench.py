@@ -1,0 +1,39 @@
+"""The set-up CLI and the bench, end to end against the simulated bus."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from solarian_agent.hw.feetech.__main__ import main
+
+
+def test_cli_ping_sim(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ping", "--sim"]) == 0
+    out = capsys.readouterr().out
+    assert "shoulder_pan: ok" in out and "gripper: ok" in out
+
+
+def test_cli_teleop_sim(monkeypatch: pytest.MonkeyPatch,
+                        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("qqo\x1b"))
+    assert main(["teleop", "--sim"]) == 0
+    out = capsys.readouterr().out
+    assert "Teleop keys" in out and "jog:" in out and "quit" in out
+
+
+def test_cli_missing_port_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ping", "--port", "/dev/no-such-adapter"]) == 1
+    assert "cannot open servo bus serial port '/dev/no-such-adapter'" in capsys.readouterr().err
+
+
+def test_bench_rows() -> None:
+    from solarian_agent.benchmarks import hw as bench
+
+    rows = bench.run(iterations=30, loop_seconds=0.2)
+    names = {r["name"] for r in rows}
+    assert "sync_read 6 positions, mean" in names
+    pos = next(r for r in rows if r["name"] == "sync_read 6 positions, mean")
+    assert pos["unit"] == "ms" and pos["baseline"] == pytest.approx(0.62)
+    assert all({"name", "value", "unit", "baseline"} <= set(r) for r in rows)

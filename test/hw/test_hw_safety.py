@@ -1,0 +1,129 @@
+"""arm.safety: the clamp, the e-stop latch and the command watchdog (pure, no I/O)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from solarian_agent.arm.safety import (
+    ArmLimits,
+    CommandWatchdog,
+    EStopLatch,
+    EStopLatchedError,
+    InvalidTimestepError,
+    JointLimit,
+    NonFiniteCommandError,
+    UnknownJointError,
+    UnsafeCommandError,
+    clamp_position,
+    clamp_target,
+    within_limits,
+)
+from solarian_agent.core.clock import FakeClock
+from solarian_agent.core.errors import ConfigError
+
+LIMITS = ArmLimits((JointLimit("a", -1.0, 1.0, 2.0), JointLimit("g", 0.0, 0.06, 0.05)),
+                   max_step=0.1)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_clamp_limits_velocity_and_step() -> None:
+    cur = {"a": 0.0, "g": 0.0}
+    assert clamp_target(LIMITS, cur, {"a": 5.0}, dt=0.01) == {"a": pytest.approx(0.02)}
+    assert clamp_target(LIMITS, cur, {"a": 5.0}, dt=1.0) == {"a": pytest.approx(0.1)}  # step
+    assert clamp_target(LIMITS, {"a": 0.95}, {"a": 5.0}, dt=1.0) == {"a": 1.0}  # limit
+    assert clamp_target(LIMITS, cur, {"a": -0.01}, dt=1.0) == {"a": pytest.approx(-0.01)}
+    assert clamp_target(LIMITS, cur, {"a": 0.5}, dt=0.0) == {"a": 0.0}
+    assert clamp_target(LIMITS, cur, {"g": 1.0}, dt=0.1) == {"g": pytest.approx(0.005)}
+    # a per-command velocity can only lower the limit
+    assert clamp_target(LIMITS, cur, {"a": 1.0}, 0.01, max_velocity=1.0)["a"] == \
+        pytest.approx(0.01)
+    assert clamp_target(LIMITS, cur, {"a": 1.0}, 0.01, max_velocity=99.0)["a"] == \
+        pytest.approx(0.02)
+    # a joint found outside its window is brought back inside
+    assert clamp_target(LIMITS, {"a": 1.5}, {"a": 1.5}, dt=0.01) == {"a": 1.0}
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, "1.0", None, True])
+def test_non_finite_values_name_the_joint(bad: object) -> None:
+    with pytest.raises(NonFiniteCommandError) as ei:
+        clamp_target(LIMITS, {"a": 0.0}, {"a": bad}, dt=0.01)  # type: ignore[dict-item]
+    assert ei.value.joint == "a" and "'a'" in str(ei.value)
+    assert isinstance(ei.value, UnsafeCommandError) and isinstance(ei.value, ValueError)
+
+
+def test_unknown_joint_and_bad_dt() -> None:
+    with pytest.raises(UnknownJointError, match="'elbow'") as ei:
+        clamp_target(LIMITS, {"a": 0.0}, {"a": 0.0, "elbow": 1.0}, dt=0.01)
+    assert ei.value.joint == "elbow"
+    for dt in (-0.1, math.nan, math.inf):
+        with pytest.raises(InvalidTimestepError):
+            clamp_target(LIMITS, {"a": 0.0}, {"a": 0.1}, dt=dt)
+    with pytest.raises(NonFiniteCommandError, match="current position"):
+        clamp_target(LIMITS, {"a": math.nan}, {"a": 0.1}, dt=0.01)
+    with pytest.raises(UnsafeCommandError, match="no current position"):
+        clamp_target(LIMITS, {}, {"a": 0.1}, dt=0.01)
+    assert clamp_position(LIMITS, {"a": 9.0, "g": -1.0}) == {"a": 1.0, "g": 0.0}
+
+
+@given(
+    cur=st.floats(-1.0, 1.0),
+    tgt=st.floats(allow_nan=False, allow_infinity=False, width=64),
+    dt=st.floats(0.0, 10.0),
+)
+def test_clamp_property(cur: float, tgt: float, dt: float) -> None:
+    out = clamp_target(LIMITS, {"a": cur}, {"a": tgt}, dt)["a"]
+    assert -1.0 <= out <= 1.0
+    assert abs(out - cur) <= min(2.0 * dt, 0.1) + 1e-12
+    assert within_limits(LIMITS, {"a": out})
+
+
+def test_limits_validation_and_yaml() -> None:
+    with pytest.raises(ValueError, match="lower"):
+        JointLimit("x", 1.0, -1.0, 1.0)
+    with pytest.raises(ValueError, match="duplicate"):
+        ArmLimits((JointLimit("x", 0, 1, 1), JointLimit("x", 0, 1, 1)), 0.1)
+    lim = ArmLimits.from_yaml(ROOT / "config" / "arm_so101.yaml")
+    assert lim.names == ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex",
+                         "wrist_roll", "gripper")
+    assert (lim.joint("wrist_roll").lower, lim.joint("wrist_roll").upper) == (-2.74, 2.84)
+    assert (lim.joint("gripper").lower, lim.joint("gripper").upper) == (0.0, 0.06)
+    with pytest.raises(ConfigError, match=r"arm.joints.elbow: missing \['upper'\]"):
+        ArmLimits.from_mapping({"joints": {"elbow": {"lower": 0, "max_velocity": 1}}})
+
+
+def test_estop_latch() -> None:
+    latch = EStopLatch()
+    assert not latch.tripped
+    latch.check()
+    assert latch.trip("bumper") is True
+    assert latch.trip("second") is False  # the first reason is kept
+    assert latch.tripped and latch.reason == "bumper"
+    assert latch.reasons == ("bumper", "second")
+    with pytest.raises(EStopLatchedError, match="bumper"):
+        latch.check()
+    assert latch.tripped  # nothing but reset() releases it
+    assert latch.reset() is True
+    assert not latch.tripped and latch.reason == ""
+    assert latch.reset() is False
+
+
+def test_watchdog_with_fake_clock() -> None:
+    clock = FakeClock()
+    wd = CommandWatchdog(0.5, clock)
+    assert wd.expired() and wd.age() is None  # no command yet
+    wd.feed()
+    clock.advance(0.4)
+    assert not wd.expired()
+    clock.advance(0.2)
+    assert wd.expired() and wd.age() == pytest.approx(0.6)
+    wd.feed()
+    assert not wd.expired()
+    wd.clear()
+    assert wd.expired()
+    with pytest.raises(ValueError):
+        CommandWatchdog(0.0, clock)

@@ -17,7 +17,7 @@ demo: $(STAMP)
 	$(VENV)/bin/solarian-agent demo
 
 test: $(STAMP)
-	$(PY) -m ruff check solarian_agent test bench
+	$(PY) -m ruff check solarian_agent test
 	$(PY) -m mypy
 	$(PY) -m pytest -q
 
@@ -25,7 +25,7 @@ bench: $(STAMP)
 	$(VENV)/bin/solarian-agent bench
 
 lint: $(STAMP)
-	$(PY) -m ruff check solarian_agent test bench
+	$(PY) -m ruff check solarian_agent test
 
 typecheck: $(STAMP)
 	$(PY) -m mypy

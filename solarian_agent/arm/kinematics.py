@@ -129,6 +129,7 @@ class IKConfig:
     pitch_weight: float = 0.1  # metres per radian in the stacked error
     max_step: float = 0.35  # rad per iteration
     max_iters: int = 80
+    stall_iters: int = 6  # give up a seed after this many iterations without 1 % progress
 
 
 def _wrap(a: float) -> float:
@@ -206,7 +207,8 @@ class ArmModel:
         """``q`` (5 or 6 values) clamped into the joint limits."""
         a = np.asarray(q, dtype=float)
         n = a.shape[0]
-        return np.clip(a, self.lower[:n], self.upper[:n])
+        out: np.ndarray = np.clip(a, self.lower[:n], self.upper[:n])
+        return out
 
     def within_limits(self, q: Sequence[float] | np.ndarray, tol: float = 1e-9) -> bool:
         a = np.asarray(q, dtype=float)
@@ -217,7 +219,7 @@ class ArmModel:
         a = np.asarray(q, dtype=float).ravel()
         if a.shape[0] not in (5, 6):
             raise ValueError(f"q must have 5 or 6 values ({JOINT_NAMES}), got {a.shape[0]}")
-        full = self._q_full.copy()
+        full: np.ndarray = self._q_full.copy()
         full[self._idx_q[: a.shape[0]]] = a
         if a.shape[0] == 6:
             for iq, k in self._mimic:
@@ -338,7 +340,7 @@ class ArmModel:
         assert best is not None
         _, q, perr, aerr = best
         if perr > cfg.position_tol or aerr > cfg.pitch_tol:
-            raise UnreachableError(target, pitch, perr, aerr, q)
+            raise UnreachableError(target.tolist(), pitch, perr, aerr, q)
         if start.shape[0] == 6:
             return np.concatenate([q, start[5:]])
         return q
@@ -369,6 +371,7 @@ class ArmModel:
         q = q.copy()
         w = cfg.pitch_weight
         lam2 = cfg.damping**2
+        best_score, best_it = math.inf, 0
         for it in range(cfg.max_iters + 1):
             p, a, jt = self._task(q)
             ep = target - p
@@ -378,6 +381,11 @@ class ArmModel:
                 break
             if it == cfg.max_iters:
                 break
+            score = perr + w * aerr
+            if score < 0.99 * best_score:
+                best_score, best_it = score, it
+            elif it - best_it >= cfg.stall_iters:
+                break  # stuck against a limit or the workspace boundary
             e = np.array([ep[0], ep[1], ep[2], w * ea])
             jw = jt.copy()
             jw[3] *= w

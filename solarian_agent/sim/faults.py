@@ -168,7 +168,9 @@ class FaultInjector:
         next attempts fail), ``move_object`` (``object``, optional ``x``, ``y``, ``at``),
         ``camera_freeze`` (``camera``, ``duration_s``, optional ``at``)."""
         if not isinstance(request, Mapping):
-            raise InvalidFaultError(f"fault request must be a mapping, got {type(request).__name__}")
+            raise InvalidFaultError(
+                f"fault request must be a mapping, got {type(request).__name__}"
+            )
         kind = request.get("kind")
         if kind not in FAULT_KINDS:
             raise InvalidFaultError(f"fault kind {kind!r} is not one of {FAULT_KINDS}")

@@ -1,0 +1,575 @@
+"""Camera images of the tabletop world, drawn with OpenCV (BGR uint8).
+
+* ``overhead`` (640 x 480): fixed above the table looking straight down; shows the table, the
+  tray, the bin, the objects and the arm from above.  Pinhole intrinsics are published as
+  ``CameraInfo``; :meth:`Renderer.project` / :meth:`Renderer.unproject` map between its pixels
+  and table positions (see :mod:`solarian_agent.sim.camera`).
+* ``wrist`` (480 x 360): on the gripper looking along the fingers; the two grey fingers are
+  always in the bottom half of the image, their gap shows the aperture, and a held object
+  sits between them.
+
+Default colours (BGR) are chosen so a classical HSV detector separates them: red cup
+(40, 40, 200), yellow paper (40, 200, 220), grey-blue tray, dark bin, on a light low-saturation
+table.  :class:`VisualStyle` holds the knobs of the domain-shift test (experiment 6-14):
+table colour / texture, object colours / textures, lighting gain and gradient, pixel noise.
+
+Cheap by construction: the static layer (floor, table, tray, bin) of the overhead view is drawn
+once per layout; a frame is a copy plus a handful of polygons.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import cv2
+import numpy as np
+
+from solarian_agent.arm.kinematics import ArmModel
+from solarian_agent.core.messages import CameraInfo
+
+from .camera import (
+    OVERHEAD,
+    WRIST,
+    CameraSpec,
+    PinholeCamera,
+    camera_from_urdf,
+    project,
+    unproject,
+)
+from .world import Receptacle, World, WorldObject
+
+__all__ = [
+    "OBJECT_TEXTURES",
+    "OVERHEAD",
+    "TABLE_TEXTURES",
+    "WRIST",
+    "CameraSpec",
+    "PinholeCamera",
+    "RenderError",
+    "Renderer",
+    "VisualStyle",
+    "project",
+    "unproject",
+]
+
+BGR = tuple[int, int, int]
+TABLE_TEXTURES: tuple[str, ...] = ("none", "wood", "checker", "blotches")
+OBJECT_TEXTURES: tuple[str, ...] = ("none", "speckle", "stripes")
+_NEAR = 0.01  # m: polygons are clipped at this depth in front of a camera
+_SHIFT = 4  # sub-pixel bits for cv2 polygon drawing
+_ARM_FRAMES = ("upper_arm_link", "forearm_link", "wrist_link", "gripper_link", "gripper_tip")
+
+
+class RenderError(ValueError):
+    """An unknown camera name or an invalid visual style."""
+
+
+@dataclass(frozen=True)
+class VisualStyle:
+    table_bgr: BGR = (178, 200, 215)
+    floor_bgr: BGR = (70, 74, 78)
+    wall_bgr: BGR = (125, 120, 115)
+    table_texture: str = "none"
+    texture_strength: float = 0.12  # relative brightness swing of the table texture
+    cup_bgr: BGR = (40, 40, 200)
+    paper_bgr: BGR = (40, 200, 220)
+    tray_bgr: BGR = (150, 128, 108)
+    bin_bgr: BGR = (48, 46, 44)
+    arm_bgr: BGR = (222, 222, 216)
+    base_bgr: BGR = (55, 55, 60)
+    finger_bgr: BGR = (128, 128, 128)
+    object_texture: str = "none"
+    light_gain: float = 1.0
+    light_gradient: float = 0.0  # 0..1: darkening away from a light spot
+    noise_std: float = 0.0  # Gaussian pixel noise, grey levels
+    seed: int = 0  # texture, light spot and noise draws
+
+    def __post_init__(self) -> None:
+        if self.table_texture not in TABLE_TEXTURES:
+            raise RenderError(f"table_texture {self.table_texture!r} not in {TABLE_TEXTURES}")
+        if self.object_texture not in OBJECT_TEXTURES:
+            raise RenderError(
+                f"object_texture {self.object_texture!r} not in {OBJECT_TEXTURES}"
+            )
+        if not self.light_gain > 0:
+            raise RenderError("light_gain must be > 0")
+        if not 0.0 <= self.light_gradient <= 1.0:
+            raise RenderError("light_gradient must be in [0, 1]")
+        if self.noise_std < 0 or self.texture_strength < 0:
+            raise RenderError("noise_std and texture_strength must be >= 0")
+
+    @classmethod
+    def randomized(
+        cls,
+        seed: int,
+        *,
+        background: bool = False,
+        appearance: bool = False,
+        lighting: bool = False,
+        noise: bool = False,
+    ) -> VisualStyle:
+        """A style for the domain-shift test: each flag varies one group of knobs (all
+        ``False`` gives the default look).  Object colours keep their category (the cup stays
+        reddish, the paper yellowish) so the task stays well defined."""
+        rng = np.random.default_rng([int(seed), 0x57E1])
+        style = cls(seed=int(seed))
+        if background:
+            hue = rng.uniform(0, 180)
+            style = replace(
+                style,
+                table_bgr=_hsv_to_bgr(hue, rng.uniform(15, 70), rng.uniform(150, 230)),
+                floor_bgr=_hsv_to_bgr(rng.uniform(0, 180), rng.uniform(0, 60),
+                                      rng.uniform(40, 110)),
+                table_texture=str(rng.choice(TABLE_TEXTURES[1:])),
+                texture_strength=float(rng.uniform(0.08, 0.25)),
+            )
+        if appearance:
+            style = replace(
+                style,
+                cup_bgr=_hsv_to_bgr(rng.uniform(-8, 8) % 180, rng.uniform(160, 255),
+                                    rng.uniform(130, 230)),
+                paper_bgr=_hsv_to_bgr(rng.uniform(22, 34), rng.uniform(120, 230),
+                                      rng.uniform(170, 250)),
+                tray_bgr=_hsv_to_bgr(rng.uniform(95, 125), rng.uniform(30, 90),
+                                     rng.uniform(100, 180)),
+                bin_bgr=_hsv_to_bgr(rng.uniform(0, 180), rng.uniform(0, 60),
+                                    rng.uniform(25, 70)),
+                object_texture=str(rng.choice(OBJECT_TEXTURES[1:])),
+            )
+        if lighting:
+            style = replace(style, light_gain=float(rng.uniform(0.65, 1.35)),
+                            light_gradient=float(rng.uniform(0.1, 0.45)))
+        if noise:
+            style = replace(style, noise_std=float(rng.uniform(3.0, 12.0)))
+        return style
+
+
+def _hsv_to_bgr(h: float, s: float, v: float) -> BGR:
+    px = np.array([[[int(h) % 180, int(np.clip(s, 0, 255)), int(np.clip(v, 0, 255))]]],
+                  dtype=np.uint8)
+    b, g, r = cv2.cvtColor(px, cv2.COLOR_HSV2BGR)[0, 0]
+    return int(b), int(g), int(r)
+
+
+def _shade(c: BGR, k: float) -> BGR:
+    b, g, r = (min(255, max(0, int(v * k))) for v in c)
+    return b, g, r
+
+
+def _clip_near(pc: np.ndarray, near: float = _NEAR) -> np.ndarray | None:
+    """Clip a polygon (N x 3, optical frame) to z >= near (Sutherland-Hodgman, one plane)."""
+    inside = pc[:, 2] >= near
+    if inside.all():
+        return pc
+    if not inside.any():
+        return None
+    out = []
+    n = len(pc)
+    for i in range(n):
+        a, b = pc[i], pc[(i + 1) % n]
+        ia, ib = inside[i], inside[(i + 1) % n]
+        if ia:
+            out.append(a)
+        if ia != ib:
+            t = (near - a[2]) / (b[2] - a[2])
+            out.append(a + t * (b - a))
+    return np.array(out) if len(out) >= 3 else None
+
+
+class _View:
+    """One camera's drawing helpers for a frame."""
+
+    def __init__(self, cam: PinholeCamera, img: np.ndarray) -> None:
+        self.cam = cam
+        self.img = img
+
+    def _pix(self, pc: np.ndarray) -> np.ndarray:
+        uv = self.cam.project_camera_points(pc)
+        return np.round(uv * (1 << _SHIFT)).astype(np.int32)
+
+    def poly(self, pts: np.ndarray, colour: BGR, outline: BGR | None = None,
+             img: np.ndarray | None = None) -> None:
+        pc = _clip_near(self.cam.to_camera(pts))
+        if pc is None:
+            return
+        pix = self._pix(pc)
+        target = self.img if img is None else img
+        cv2.fillPoly(target, [pix], colour, cv2.LINE_8, _SHIFT)
+        if outline is not None:
+            cv2.polylines(target, [pix], True, outline, 1, cv2.LINE_8, _SHIFT)
+
+    def segment(self, a: np.ndarray, b: np.ndarray, width_m: float, colour: BGR) -> None:
+        pc = self.cam.to_camera(np.stack([a, b]))
+        if pc[0, 2] < _NEAR and pc[1, 2] < _NEAR:
+            return
+        for i in (0, 1):
+            if pc[i, 2] < _NEAR:
+                o = pc[1 - i]
+                t = (_NEAR - o[2]) / (pc[i, 2] - o[2])
+                pc[i] = o + t * (pc[i] - o)
+        depth = float(np.mean(pc[:, 2]))
+        px = self._pix(pc)
+        thick = max(1, int(round(self.cam.spec.fx * width_m / depth)))
+        cv2.line(self.img, tuple(px[0]), tuple(px[1]), colour, thick, cv2.LINE_8, _SHIFT)
+
+    def dots(self, pts: np.ndarray, radius_m: float, colour: BGR) -> None:
+        pc = self.cam.to_camera(pts)
+        ok = pc[:, 2] > _NEAR
+        if not ok.any():
+            return
+        pc = pc[ok]
+        px = self._pix(pc)
+        for p, z in zip(px, pc[:, 2], strict=True):
+            r = max(1, int(round(self.cam.spec.fx * radius_m / z * (1 << _SHIFT))))
+            cv2.circle(self.img, (int(p[0]), int(p[1])), r, colour, -1, cv2.LINE_8, _SHIFT)
+
+
+def _surface(origin: np.ndarray, ax_u: np.ndarray, ax_v: np.ndarray,
+             local: np.ndarray) -> np.ndarray:
+    out: np.ndarray = origin + local[:, :1] * ax_u + local[:, 1:2] * ax_v
+    return out
+
+
+class Renderer:
+    """Draws the world from the overhead and wrist cameras."""
+
+    def __init__(
+        self,
+        arm: ArmModel,
+        style: VisualStyle = VisualStyle(),
+        cameras: Sequence[CameraSpec] = (OVERHEAD, WRIST),
+    ) -> None:
+        self.arm = arm
+        self.style = style
+        self.specs: dict[str, CameraSpec] = {c.name: c for c in cameras}
+        for c in cameras:
+            if not arm.has_frame(c.frame):
+                raise RenderError(f"camera {c.name}: frame {c.frame!r} is not in the URDF")
+        self._cams: dict[str, PinholeCamera] = {
+            name: camera_from_urdf(arm, spec) for name, spec in self.specs.items()
+        }
+        # cameras whose pose does not depend on the joints get a cached static layer
+        q_test = np.array([0.7, 0.4, -0.5, 0.3, 1.1, 0.03])
+        self._fixed = {
+            name for name, cam in self._cams.items()
+            if np.allclose(arm.frame_pose(q_test, self.specs[name].frame), cam.pose)
+        }
+        self._noise_rng = np.random.default_rng([style.seed, 0x401])
+        self._static: dict[tuple[Any, ...], Any] = {}
+        self._static_key: tuple[int, int] | None = None
+        self._light: dict[str, np.ndarray] = {}
+        self._noise: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+        self._marks = self._object_marks()
+
+    # geometry -------------------------------------------------------------------------------
+    @property
+    def cameras(self) -> tuple[str, ...]:
+        return tuple(self.specs)
+
+    def camera(self, name: str) -> PinholeCamera:
+        """The camera model (for the wrist camera: at its pose in the last rendered frame)."""
+        if name not in self._cams:
+            raise RenderError(f"unknown camera {name!r}; cameras are {self.cameras}")
+        return self._cams[name]
+
+    def camera_at(self, name: str, q: Sequence[float] | np.ndarray) -> PinholeCamera:
+        """A new camera model of ``name`` at joint positions ``q`` (for the wrist camera, the
+        pose it had when a frame was taken at those joints)."""
+        if name not in self.specs:
+            raise RenderError(f"unknown camera {name!r}; cameras are {self.cameras}")
+        return camera_from_urdf(self.arm, self.specs[name], q)
+
+    def camera_info(self, name: str, stamp: float = 0.0) -> CameraInfo:
+        return self.camera(name).camera_info(stamp)
+
+    def project(self, xyz: Sequence[float] | np.ndarray,
+                camera: str = "overhead") -> tuple[float, float]:
+        """Pixel (u, v) of a world point in ``camera`` (default: overhead)."""
+        return self.camera(camera).project(xyz)
+
+    def unproject(self, u: float, v: float, z: float = 0.0,
+                  camera: str = "overhead") -> np.ndarray:
+        """World point at height ``z`` seen at pixel (u, v) of ``camera`` (default: overhead)."""
+        return self.camera(camera).unproject(u, v, z)
+
+    # rendering -------------------------------------------------------------------------------
+    def render(self, name: str, world: World) -> np.ndarray:
+        if name in self._fixed:
+            img = self._render_fixed(name, world)
+        elif name in self.specs:
+            img = self._render_wrist(name, world)
+        else:
+            raise RenderError(f"unknown camera {name!r}; cameras are {self.cameras}")
+        return self._post(name, img)
+
+    def render_all(self, world: World) -> dict[str, np.ndarray]:
+        return {name: self.render(name, world) for name in self.specs}
+
+    # static layers ---------------------------------------------------------------------------
+    def _table_outline(self, world: World, z: float = 0.0) -> np.ndarray:
+        (x0, x1), (y0, y1) = world.config.table_x, world.config.table_y
+        return np.array([[x0, y0, z], [x1, y0, z], [x1, y1, z], [x0, y1, z]])
+
+    def _table_map(self, world: World) -> tuple[np.ndarray, np.ndarray]:
+        """The textured table top in plane coordinates and the affine map (col, row) -> (x, y)."""
+        key = ("table_map", world.config.table_x, world.config.table_y)
+        if key in self._static:
+            cached: tuple[np.ndarray, np.ndarray] = self._static[key]
+            return cached
+        st = self.style
+        res = 0.002
+        (x0, x1), (y0, y1) = world.config.table_x, world.config.table_y
+        rows, cols = int(round((x1 - x0) / res)), int(round((y1 - y0) / res))
+        rng = np.random.default_rng([st.seed, 0x7E7])
+        base = np.array(st.table_bgr, dtype=np.float32)
+        xs = (np.arange(rows, dtype=np.float32) + 0.5) * res
+        ys = (np.arange(cols, dtype=np.float32) + 0.5) * res
+        if st.table_texture == "wood":
+            phase = rng.uniform(0, 2 * np.pi, 3)
+            grain = (np.sin(ys[None, :] * 90.0 + 3.0 * np.sin(xs[:, None] * 11.0 + phase[0]))
+                     + 0.5 * np.sin(ys[None, :] * 260.0 + phase[1]))
+            mod = 1.0 + st.texture_strength * grain / 1.5
+        elif st.table_texture == "checker":
+            sq = 0.05
+            mod = 1.0 + st.texture_strength * np.where(
+                ((xs[:, None] // sq + ys[None, :] // sq) % 2) == 0, 1.0, -1.0)
+        elif st.table_texture == "blotches":
+            small = rng.normal(0.0, 1.0, (max(2, rows // 25), max(2, cols // 25)))
+            big = cv2.resize(small.astype(np.float32), (cols, rows),
+                             interpolation=cv2.INTER_CUBIC)
+            mod = 1.0 + st.texture_strength * np.clip(big, -2.0, 2.0) / 2.0
+        else:
+            mod = np.ones((rows, cols), dtype=np.float32)
+        tex = np.clip(mod[:, :, None] * base[None, None, :], 0, 255).astype(np.uint8)
+        affine = np.array([[0.0, res, x0 + res / 2], [res, 0.0, y0 + res / 2], [0, 0, 1.0]])
+        self._static[key] = (tex, affine)
+        return tex, affine
+
+    def _draw_table(self, view: _View, world: World) -> None:
+        st = self.style
+        outline = self._table_outline(world)
+        if st.table_texture == "none":
+            view.poly(outline, st.table_bgr)
+            return
+        tex, affine = self._table_map(world)
+        h = view.cam.plane_homography(0.0) @ affine
+        spec = view.cam.spec
+        warped = cv2.warpPerspective(tex, h, (spec.width, spec.height), flags=cv2.INTER_LINEAR)
+        mask = np.zeros((spec.height, spec.width), dtype=np.uint8)
+        view.poly(outline, (255, 255, 255), img=mask)
+        cv2.copyTo(warped, mask, view.img)
+
+    def _draw_receptacle(self, view: _View, rec: Receptacle) -> None:
+        st = self.style
+        pts = np.column_stack([rec.outline(40), np.zeros(40 if rec.shape == "circle" else 4)])
+        if rec.name == "tray":
+            view.poly(pts, st.tray_bgr, outline=_shade(st.tray_bgr, 0.7))
+            inner = np.column_stack([
+                rec.x + (rec.outline(4)[:, 0] - rec.x) * 0.85,
+                rec.y + (rec.outline(4)[:, 1] - rec.y) * 0.85, np.zeros(4)])
+            view.poly(inner, _shade(st.tray_bgr, 1.08))
+        else:
+            view.poly(pts, _shade(st.bin_bgr, 1.6))  # the rim
+            inner = np.column_stack([rec.x + (pts[:, 0] - rec.x) * 0.85,
+                                     rec.y + (pts[:, 1] - rec.y) * 0.85, np.zeros(len(pts))])
+            view.poly(inner, st.bin_bgr)
+
+    def _static_overhead(self, name: str, world: World) -> np.ndarray:
+        key = (id(world), world.layout_version)
+        if self._static_key != key:
+            self._static = {k: v for k, v in self._static.items()
+                            if k[0] in ("table_map", "blank")}
+            self._static_key = key
+        if (name, "static") not in self._static:
+            spec = self.specs[name]
+            img = np.empty((spec.height, spec.width, 3), dtype=np.uint8)
+            img[:] = self.style.floor_bgr
+            view = _View(self._cams[name], img)
+            self._draw_table(view, world)
+            for rec in world.receptacles.values():
+                self._draw_receptacle(view, rec)
+            self._static[(name, "static")] = img
+        layer: np.ndarray = self._static[(name, "static")]
+        return layer
+
+    # objects ----------------------------------------------------------------------------------
+    def _object_marks(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per object kind: texture dots (unit-radius local coords) and stripe segments."""
+        rng = np.random.default_rng([self.style.seed, 0x0B1])
+        marks = {}
+        for kind in ("cup", "paper"):
+            a = rng.uniform(0, 2 * np.pi, 14)
+            r = 0.75 * np.sqrt(rng.uniform(0, 1, 14))
+            dots = np.stack([r * np.cos(a), r * np.sin(a)], axis=1)
+            ang = rng.uniform(0, np.pi)
+            d = np.array([math.cos(ang), math.sin(ang)])
+            n = np.array([-d[1], d[0]])
+            segs = []
+            for off in (-0.5, 0.0, 0.5):
+                half = math.sqrt(1 - off * off) * 0.9
+                segs.append(np.stack([off * n - half * d, off * n + half * d]))
+            marks[kind] = (dots, np.array(segs))
+        return marks
+
+    def _draw_object(self, view: _View, obj: WorldObject, origin: np.ndarray,
+                     ax_u: np.ndarray, ax_v: np.ndarray) -> None:
+        st = self.style
+        colour = st.cup_bgr if obj.kind == "cup" else st.paper_bgr
+        c, s = math.cos(obj.yaw), math.sin(obj.yaw)
+        u = c * ax_u + s * ax_v
+        v = -s * ax_u + c * ax_v
+        view.poly(_surface(origin, u, v, obj.shape), colour, outline=_shade(colour, 0.75))
+        if obj.kind == "cup":  # the inside of the cup, seen from above
+            view.poly(_surface(origin, u, v, obj.shape * 0.72), _shade(colour, 0.78))
+        else:  # creases
+            creases = np.array([[-0.5, -0.2], [0.1, 0.3], [0.4, -0.3]]) * obj.radius
+            for a, b in zip(creases[:-1], creases[1:], strict=True):
+                p, q = _surface(origin, u, v, np.stack([a, b]))
+                view.segment(p, q, 0.002, _shade(colour, 0.8))
+        if st.object_texture == "none":
+            return
+        dots, segs = self._marks[obj.kind]
+        mark = _shade(colour, 0.55) if obj.kind == "cup" else _shade(colour, 0.7)
+        if st.object_texture == "speckle":
+            view.dots(_surface(origin, u, v, dots * obj.radius), obj.radius * 0.08, mark)
+        else:
+            for seg in segs:
+                a, b = _surface(origin, u, v, seg * obj.radius)
+                view.segment(a, b, obj.radius * 0.12, mark)
+
+    def _draw_table_objects(self, view: _View, world: World) -> None:
+        ex, ey = np.array([1.0, 0, 0]), np.array([0, 1.0, 0])
+        # objects in the bin first (they are inside it), then the rest
+        order = sorted(world.objects.values(), key=lambda o: o.location != "bin")
+        for obj in order:
+            if obj.location in ("held", "floor"):
+                continue
+            self._draw_object(view, obj, np.array([obj.x, obj.y, obj.z]), ex, ey)
+
+    # cameras ------------------------------------------------------------------------------------
+    def _render_fixed(self, name: str, world: World) -> np.ndarray:
+        img = self._static_overhead(name, world).copy()
+        view = _View(self._cams[name], img)
+        self._draw_table_objects(view, world)
+        poses = self.arm.frame_poses(world.q, _ARM_FRAMES)
+        st = self.style
+        view.poly(np.column_stack([0.045 * np.cos(np.linspace(0, 2 * np.pi, 24)),
+                                   0.045 * np.sin(np.linspace(0, 2 * np.pi, 24)),
+                                   np.full(24, 0.05)]), st.base_bgr)
+        p = {k: v[:3, 3] for k, v in poses.items()}
+        arm_c, edge = st.arm_bgr, _shade(st.arm_bgr, 0.8)
+        view.segment(p["upper_arm_link"], p["forearm_link"], 0.034, edge)
+        view.segment(p["upper_arm_link"], p["forearm_link"], 0.028, arm_c)
+        view.segment(p["forearm_link"], p["wrist_link"], 0.03, edge)
+        view.segment(p["forearm_link"], p["wrist_link"], 0.024, arm_c)
+        grip = poses["gripper_link"]
+        view.segment(p["wrist_link"], grip[:3, 3] + grip[:3, 0] * 0.02, 0.032, arm_c)
+        tip = poses["gripper_tip"]
+        held = world.held
+        if held is not None:
+            self._draw_object(view, held, tip[:3, 3], np.array([1.0, 0, 0]),
+                              np.array([0, 1.0, 0]))
+        plate = np.array([[0.0, -0.04, 0.015], [0.02, -0.04, 0.015], [0.02, 0.04, 0.015],
+                          [0.0, 0.04, 0.015]])
+        view.poly(plate @ grip[:3, :3].T + grip[:3, 3], arm_c, outline=edge)
+        self._draw_fingers(view, tip, float(world.q[5]))
+        return img
+
+    def _draw_fingers(self, view: _View, tip: np.ndarray, aperture: float) -> None:
+        """Both fingers as boxes in the tip frame (x from the tip at 0 back into the jaw at
+        -0.075, y outside the gap, z +-0.01); only faces turned towards the camera are drawn.
+        From the wrist camera they reach the bottom edge of the image."""
+        st = self.style
+        rot, org = tip[:3, :3], tip[:3, 3]
+        half = aperture / 2
+        light, dark = st.finger_bgr, _shade(st.finger_bgr, 0.72)
+        cam = rot.T @ (view.cam.position - org)  # the camera in the tip frame
+        x0, x1, z0, z1 = -0.075, 0.0, -0.01, 0.01
+        for side in (1.0, -1.0):
+            y0, y1 = side * half, side * (half + 0.01)
+            faces = (
+                (np.array([0, 0, 1.0]), z1, [[x0, y0, z1], [x1, y0, z1], [x1, y1, z1],
+                                             [x0, y1, z1]], light),
+                (np.array([0, 0, -1.0]), -z0, [[x0, y0, z0], [x1, y0, z0], [x1, y1, z0],
+                                               [x0, y1, z0]], light),
+                (np.array([0, -side, 0]), -side * y0, [[x0, y0, z0], [x1, y0, z0],
+                                                       [x1, y0, z1], [x0, y0, z1]], dark),
+                (np.array([0, side, 0]), side * y1, [[x0, y1, z0], [x1, y1, z0],
+                                                     [x1, y1, z1], [x0, y1, z1]], dark),
+                (np.array([1.0, 0, 0]), x1, [[x1, y0, z0], [x1, y1, z0], [x1, y1, z1],
+                                             [x1, y0, z1]], dark),
+            )
+            for normal, offset, corners, colour in faces:
+                if float(normal @ cam) <= offset:  # back face
+                    continue
+                pts = np.array(corners) @ rot.T + org
+                view.poly(pts, colour, outline=_shade(colour, 0.6))
+
+    def _render_wrist(self, name: str, world: World) -> np.ndarray:
+        spec = self.specs[name]
+        poses = self.arm.frame_poses(world.q, (spec.frame, "gripper_tip"))
+        cam = self._cams[name]
+        cam.set_pose(poses[spec.frame])
+        st = self.style
+        blank = self._static.get(("blank", name))
+        if blank is None:
+            blank = np.empty((spec.height, spec.width, 3), dtype=np.uint8)
+            blank[:] = st.wall_bgr
+            self._static[("blank", name)] = blank
+        img = blank.copy()
+        view = _View(cam, img)
+        f = 3.0
+        view.poly(np.array([[-f, -f, 0.0], [f, -f, 0.0], [f, f, 0.0], [-f, f, 0.0]]),
+                  st.floor_bgr)
+        self._draw_table(view, world)
+        for rec in world.receptacles.values():
+            self._draw_receptacle(view, rec)
+        self._draw_table_objects(view, world)
+        tip = poses["gripper_tip"]
+        held = world.held
+        if held is not None:  # between the fingers, facing the camera
+            self._draw_object(view, held, tip[:3, 3], tip[:3, 1], tip[:3, 2])
+        self._draw_fingers(view, tip, float(world.q[5]))
+        return img
+
+    # lighting and noise ------------------------------------------------------------------------
+    def _post(self, name: str, img: np.ndarray) -> np.ndarray:
+        st = self.style
+        if st.light_gain != 1.0 or st.light_gradient > 0:
+            mask = self._light.get(name)
+            if mask is None:
+                mask = self._light_mask(name)
+            cv2.multiply(img, mask, dst=img, scale=st.light_gain / 255.0)
+        if st.noise_std > 0:
+            bank = self._noise.get(name)
+            if bank is None:
+                bank = self._noise_bank(name)
+            pos, neg = bank[int(self._noise_rng.integers(len(bank)))]
+            cv2.add(img, pos, dst=img)
+            cv2.subtract(img, neg, dst=img)
+        return img
+
+    def _light_mask(self, name: str) -> np.ndarray:
+        spec = self.specs[name]
+        rng = np.random.default_rng([self.style.seed, 0x11647, len(name)])
+        cu, cv = rng.uniform(0, spec.width), rng.uniform(0, spec.height)
+        yy, xx = np.mgrid[0:spec.height, 0:spec.width].astype(np.float32)
+        d = np.hypot(xx - cu, yy - cv) / math.hypot(spec.width, spec.height)
+        m = np.clip(255.0 * (1.0 - self.style.light_gradient * d / d.max()), 0, 255)
+        mask = np.repeat(m.astype(np.uint8)[:, :, None], 3, axis=2)
+        self._light[name] = mask
+        return mask
+
+    def _noise_bank(self, name: str, n: int = 6) -> list[tuple[np.ndarray, np.ndarray]]:
+        spec = self.specs[name]
+        rng = np.random.default_rng([self.style.seed, 0x4015E, len(name)])
+        bank = []
+        for _ in range(n):
+            z = rng.normal(0.0, self.style.noise_std, (spec.height, spec.width, 3))
+            bank.append((np.clip(z, 0, 255).astype(np.uint8),
+                         np.clip(-z, 0, 255).astype(np.uint8)))
+        self._noise[name] = bank
+        return bank

@@ -122,6 +122,7 @@ class MotionSkill(Skill):
         if self.done or self.arrival is None:
             return
         if self.arrival.check(self.arm().fields(), self.ctx.clock.now()):
+            self.last_reason = self.arrival.reason
             self.after_waypoint(self.waypoints[self.index], self.arrival.reason)
             if not self.done:
                 self._next()
@@ -130,7 +131,7 @@ class MotionSkill(Skill):
         """Hook: check something after a waypoint (may call fail())."""
 
     def on_done(self) -> None:
-        self.finish(reason="arrived")
+        self.finish(reason=getattr(self, "last_reason", "arrived"))
 
     def on_stop(self, reason: str) -> None:
         self.arm().hold()
@@ -246,7 +247,9 @@ class PickSkill(MotionSkill):
             Waypoint({GRIPPER_JOINT: GRIPPER_OPEN, **_joints(above)}, "approaching"),
             Waypoint(_joints(down), "descending"),
             Waypoint({GRIPPER_JOINT: 0.0}, "grasping"),
-            Waypoint(_joints(lift), "lifting"),
+            # the gripper stays commanded closed: with the object held it cannot get there, so
+            # this waypoint ends by stillness; if the object slipped out, the fingers close
+            Waypoint({GRIPPER_JOINT: 0.0, **_joints(lift)}, "lifting"),
         ]
 
     def after_waypoint(self, wp: Waypoint, reason: str) -> None:

@@ -1,0 +1,139 @@
+"""The tidy-up skills on the simulator, through their action servers (as the planner uses
+them): ending rules, refusals, failures and the fresh-observation check."""
+
+import math
+
+import pytest
+
+from solarian_agent.core import names
+from solarian_agent.core.messages import SkillGoal
+from solarian_agent.core.transport import GoalStatus, QoS
+from solarian_agent.perception import scene
+from solarian_agent.sim.camera import project
+from solarian_agent.skills.arm_skills import StallTripwire
+from solarian_agent.system import build_sim_system
+
+_ids = iter(range(1, 10_000))
+
+
+@pytest.fixture
+def sim():
+    s = build_sim_system(seed=7, with_monitor=False)
+    events = []
+    s.bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=events.append,
+                    qos=QoS(depth=1000))
+    s.events = events
+    s.runtime.run_for(0.2)
+    yield s
+    s.shutdown()
+
+
+def run_tool(s, tool, params, timeout=30.0):
+    gen = s.executor.generation
+    h = s.bus.send_goal(names.skill_action(tool), SkillGoal(tool, params, gen, f"t{next(_ids)}"))
+    assert s.run_until(lambda: h.done, timeout)
+    return h
+
+
+def ended(s, action_id):
+    return next(e.data for e in s.events if e.kind == "skill_ended"
+                and e.data["action_id"] == action_id)
+
+
+def px(s, name):
+    t = s.world.truth()
+    o = t["objects"].get(name) or t["receptacles"][name]
+    return list(project([o["x"], o["y"], 0.0]))
+
+
+def test_move_to_named_pose_ends_within_tolerance(sim):
+    h = run_tool(sim, "move_to_pose", {"pose": "ready"})
+    assert h.status == GoalStatus.SUCCEEDED and h.result.reason == "arrived"
+    q = sim.arm.q()
+    assert abs(q[1] - 0.2) <= math.radians(2) and abs(q[5] - 0.05) <= 0.002
+    # a pose the arm is already at ends on the first check
+    h2 = run_tool(sim, "move_to_pose", {"pose": "ready"})
+    assert ended(sim, h2.goal.action_id)["duration_s"] <= sim.runtime.period_s + 1e-9
+
+
+def test_unknown_pose_is_refused_by_schema(sim):
+    h = sim.bus.send_goal("skills/move_to_pose", SkillGoal("move_to_pose", {"pose": "dance"},
+                                                           sim.executor.generation, "tx"))
+    assert h.result.outcome == "refused" and "pose" in h.result.reason
+
+
+def test_gripper_closing_on_object_ends_by_stillness_not_timeout(sim):
+    assert run_tool(sim, "pick_object", {"point": px(sim, "red_cup")}).result.outcome == \
+        "succeeded"
+    h = run_tool(sim, "set_gripper", {"aperture_mm": 0})
+    assert h.result.outcome == "succeeded" and h.result.reason == "stopped moving"
+    d = ended(sim, h.goal.action_id)["duration_s"]
+    assert 0.79 <= d <= 0.9  # 0.3 s still, counted from 0.5 s after the send
+    assert sim.world.held is not None and sim.world.held.name == "red_cup"
+
+
+def test_pick_and_place_cup_on_tray(sim):
+    assert run_tool(sim, "pick_object", {"point": px(sim, "red_cup")}).result.outcome == \
+        "succeeded"
+    h = run_tool(sim, "place_at", {"point": px(sim, "tray")})
+    assert h.result.outcome == "succeeded"
+    run_tool(sim, "home", {})
+    assert sim.world.truth()["objects"]["red_cup"]["location"] == "tray"
+
+
+def test_point_on_background_is_refused_before_the_skill_starts(sim):
+    h = run_tool(sim, "pick_object", {"point": [60, 60]})
+    assert h.result.outcome == "refused" and "point again" in h.result.reason
+    kinds = [e.kind for e in sim.events]
+    assert "target_rejected" in kinds
+    assert not any(e.kind == "skill_started" and e.data["skill"] == "pick_object"
+                   for e in sim.events)
+    rej = next(e.data for e in sim.events if e.kind == "target_rejected")
+    assert rej["target_area"] > 0.05
+    assert sim.trackers.result("overhead.target") is None  # the tracker was stopped
+
+
+def test_failed_grasp_is_reported_with_a_reason(sim):
+    sim.bus.call(names.SIM_INJECT_FAULT, {"kind": "grasp_fail", "count": 1})
+    h = run_tool(sim, "pick_object", {"point": px(sim, "red_cup")})
+    assert h.result.outcome == "failed"
+    assert "closed on nothing" in h.result.reason
+    assert sim.world.held is None  # nothing was taken
+
+
+def test_slip_after_lift_fails_the_pick(sim):
+    sim.bus.call(names.SIM_INJECT_FAULT, {"kind": "slip", "count": 1})
+    h = run_tool(sim, "pick_object", {"point": px(sim, "yellow_paper")})
+    assert h.result.outcome == "failed" and "slipped" in h.result.reason
+
+
+def test_place_without_holding_fails(sim):
+    h = run_tool(sim, "place_at", {"point": px(sim, "tray")})
+    assert h.result.outcome in ("failed", "refused") and "nothing is held" in h.result.reason
+
+
+def test_verify_state_uses_a_fresh_frame_and_reports_locations(sim):
+    before = sim.cameras.frame("overhead")
+    h = run_tool(sim, "verify_state", {})
+    rep = h.result.data["report"]
+    assert rep["red_cup"]["location"] == "table" and rep["tray"]["location"] == "table"
+    assert h.result.data["observed_at"] > before.stamp
+    assert h.result.data["arm_at_home"] is True
+
+
+def test_stall_tripwire_fails_a_still_pick_after_five_seconds(sim):
+    trip = StallTripwire(sim.arm)
+    assert trip("a1", "pick_object", 0.0) is None
+    sim.runtime.run_for(1.0)
+    assert trip("a1", "pick_object", 1.0) is None
+    sim.runtime.run_for(4.0)
+    verdict = trip("a1", "pick_object", 5.0)
+    assert verdict is not None and verdict[0] == "fail" and verdict[2] == "home_holding"
+    assert trip("a2", "verify_state", 9.0) is None
+
+
+def test_scene_detection_matches_projection(sim):
+    dets = scene.detect(sim.cameras.frame("overhead").data)
+    for name in ("red_cup", "yellow_paper", "tray", "bin"):
+        u, v = px(sim, name)
+        assert abs(dets[name].centroid[0] - u) < 6 and abs(dets[name].centroid[1] - v) < 6

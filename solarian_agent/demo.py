@@ -178,8 +178,8 @@ def main(argv: Sequence[str] = ()) -> int:
 
 
 def main_panel(argv: Sequence[str] = ()) -> int:  # pragma: no cover - interactive
-    from .ui.panel import serve_panel  # type: ignore[import-not-found]
     from .system import build_sim_system
+    from .ui.panel import serve_panel  # type: ignore[import-not-found]
 
     p = argparse.ArgumentParser(prog="solarian-agent panel")
     p.add_argument("--port", type=int, default=8765)

@@ -272,9 +272,10 @@ class ViewManager:
                     views.append(v)
                     shown.add(v.id)
         if self.keep:
-            looks = list(self._looks)
-            earlier = looks[:len(looks) - self._fresh_looks] if self._fresh_looks else looks
-            for look in earlier[-self.keep:]:
+            looks = list(self._looks)[-self.keep:]
+            # the looks since the last turn are in this turn's tool results already
+            earlier = looks[:max(0, len(looks) - self._fresh_looks)]
+            for look in earlier:
                 for v in look:
                     if v.id not in shown:
                         views.append(dataclasses.replace(v, why="kept"))

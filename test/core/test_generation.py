@@ -8,10 +8,10 @@ from solarian_agent.core import names
 from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.executor import SkillExecutor
 from solarian_agent.core.messages import OperatorEvent, SkillGoal
+from solarian_agent.core.skill import Tool
 from solarian_agent.core.transport import Bus, QoS
 from solarian_agent.models.scripted import reply
 from solarian_agent.testing.harness import DEFAULT_TOOLS, Wait, make_harness
-from solarian_agent.core.skill import Tool
 
 OPS = st.lists(
     st.one_of(

@@ -306,3 +306,25 @@ def test_episode_log_layout(tmp_path):
     assert run_started["run_id"] == "0001_test/000001" and run_started["task"] == "wait"
     assert "tools" in run_started and "system_prompt" in run_started
     assert events[-1]["status"] == "succeeded" and "usage" in events[-1]
+
+
+def test_run_continued_in_next_episode(tmp_path):
+    h = make_harness([reply("", ("wait", {"seconds": 1.0})),
+                      reply("", ("finish_task", {"summary": "ok", "success": True}))],
+                     log_root=tmp_path)
+    h.say("wait")
+    assert h.run_until(lambda: h.planner.actions, 5)
+    first = h.planner.log
+    h.planner.continue_in(h.recorder.open_episode())
+    assert h.run_until(lambda: h.planner.status == "succeeded", 10)
+    logs2 = tmp_path / "0001_test" / "episodes" / "000002" / "logs"
+    events = read_events(logs2 / "events.jsonl")
+    assert events[0]["kind"] == "run_continued"
+    assert events[0]["continues_from"] == first.run_id
+    assert events[0]["plan"] == [] and events[0]["status"] == "running"
+    turn = json.loads((logs2 / "turns" / "0001.json").read_text())
+    assert turn["input"]["messages_from"] > 0  # only the messages since the previous turn
+    for m in turn["input"]["messages"]:
+        for c in m["content"]:
+            if c["type"] == "image":
+                assert (logs2 / c["file"]).exists()

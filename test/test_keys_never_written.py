@@ -23,8 +23,8 @@ def test_key_never_reaches_logs_turns_or_events(tmp_path, monkeypatch):
         )
         cfg = load_agent_config(default_config_path())
         cfg = replace(cfg, monitor=None, planner=replace(
-            cfg.planner, provider="anthropic", model="claude-test", api_key_env="SOLARIAN_TEST_KEY",
-            base_url=server.anthropic_base_url, timeout_s=10.0))
+            cfg.planner, provider="anthropic", model="claude-test",
+            api_key_env="SOLARIAN_TEST_KEY", base_url=server.anthropic_base_url, timeout_s=10.0))
         system = build_sim_system(config=cfg, seed=3, log_root=tmp_path, caller=InlineCaller())
         system.planner.message("check the table")
         assert system.run_until(lambda: system.planner.status == "succeeded", 120)

@@ -13,9 +13,10 @@ Timing.  :meth:`MonitorEngine.tick` is called by the runtime as often as it like
 step in the embedded run, a timer in ROS); the engine acts every ``monitor.period_s`` while
 actions run.  Per action, a tick waits for the previous call: while that action's model call is
 in flight the tick is skipped for it (no frame taken, counted and logged as ``monitor_skip``).
-Model calls run on a :class:`~.planner.ModelCaller` worker; the tick only polls them, so it never
-waits on a model.  A call that fails or runs past ``timeout_s`` answers nothing for its tick (a
-``monitor_tick`` event with the error); it is never replaced by a made-up answer.
+Model calls run on a :class:`~.planner.ModelCaller` worker (default: a ``ThreadCaller`` for a
+model backend, inline for an offline one that sets ``inline = True``); the tick only polls them,
+so it never waits on a model.  A call that fails or runs past ``timeout_s`` answers nothing for
+its tick (a ``monitor_tick`` event with the error); it is never replaced by a made-up answer.
 
 What the monitor sees each tick, per camera, oldest first: the action's last ``history`` frames
 labelled by age (``N.N s ago`` ... ``previous``, ``current``).  With ``history > 1`` an action's
@@ -73,11 +74,11 @@ from ..perception.vision import (
 )
 from . import names
 from .clock import Clock
-from .config import MonitorConfig
+from .config import AgentConfig, MonitorConfig
 from .episode_log import EpisodeLog, Recorder
 from .errors import ConfigError
 from .messages import AgentEvent, Image, JointState, MonitorVerdict
-from .planner import InlineCaller, ModelCaller
+from .planner import InlineCaller, ModelCaller, ThreadCaller
 from .transport import Bus, QoS, Subscription
 
 DECISIONS = ("finish", "fail", "escalate")
@@ -356,6 +357,34 @@ def mask_bounds(mask: np.ndarray) -> Box | None:
     return int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())
 
 
+def tracker_target_box(result: Callable[[str], Any]) -> TargetBoxFn:
+    """A ``target_box`` port over trackers: ``result(field)`` returns the tracker's latest
+    :class:`~.executor.TrackerResult` (``mask`` and / or ``box`` with exclusive x1, y1).  The
+    bounds of the mask when it matches the frame, else the box; fields are
+    ``<camera>.<name>``, so only the trackers on the frame's camera count."""
+
+    def target_box(action_id: str, trackers: Sequence[str], camera: str, frame: Image
+                   ) -> Box | None:
+        for f in trackers:
+            if f.split(".", 1)[0] != camera:
+                continue
+            res = result(f)
+            if res is None:
+                continue
+            mask = getattr(res, "mask", None)
+            if mask is not None and np.asarray(mask).shape[:2] == (frame.height, frame.width):
+                b = mask_bounds(mask)
+                if b is not None:
+                    return b
+            box = getattr(res, "box", None)
+            if box is not None and len(box) == 4:
+                x0, y0, x1, y1 = (int(v) for v in box)
+                return x0, y0, max(x0, x1 - 1), max(y0, y1 - 1)
+        return None
+
+    return target_box
+
+
 def history_labels(stamps: Sequence[float], now: float) -> list[str]:
     """Oldest first: ``N.N s ago`` ..., ``previous``, ``current``."""
     n = len(stamps)
@@ -373,6 +402,18 @@ def history_labels(stamps: Sequence[float], now: float) -> list[str]:
 # -------------------------------------------------------------------------------------------
 # the engine
 # -------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Entry:
+    """One history frame of one action: the shot, its mark and the pixels / encoding as sent
+    (marked once, when the frame was taken)."""
+
+    shot: Shot
+    mark: Box | None
+    pixels: np.ndarray
+    data: bytes
+    media_type: str
+
 
 @dataclass
 class _Call:
@@ -398,7 +439,7 @@ class _Action:
     by: str
     questions: tuple[QuestionSpec, ...]
     start_frames: dict[str, Image]
-    history: dict[str, collections.deque[tuple[Shot, Box | None]]] = field(default_factory=dict)
+    history: dict[str, collections.deque[_Entry]] = field(default_factory=dict)
     states: dict[str, RuleState] = field(default_factory=dict)
     tripwire_escalated: bool = False
     concluded: str = ""
@@ -443,7 +484,11 @@ class MonitorEngine:
         self.config = config
         self.backend = backend
         self.cameras = list(cameras)
-        self.caller = caller or InlineCaller()
+        if caller is None:
+            # an offline backend answers in microseconds; a model is called off the tick thread
+            inline = backend is None or bool(getattr(backend, "inline", False))
+            caller = InlineCaller() if inline else ThreadCaller(workers=2)
+        self.caller = caller
         if isinstance(log, Recorder):
             rec = log
             self._log_fn: Callable[[], EpisodeLog | None] = lambda: rec.current
@@ -604,7 +649,7 @@ class MonitorEngine:
         hist = max(1, self.config.history)
         for cam, shot, mark in shots:
             dq = act.history.setdefault(cam, collections.deque(maxlen=hist))
-            dq.append((shot, mark))
+            dq.append(self._entry(shot, mark))
         if hist > 1 and act.frames_taken == 1:
             files = [self._image_record(s, m, "kept", 0.0) for _, s, m in shots]
             self._save_shots([s for _, s, _ in shots])
@@ -691,16 +736,19 @@ class MonitorEngine:
             out.append((cam, shot, self._mark_for(act, cam, shot)))
         return out
 
-    def _monitor_image(self, shot: Shot, mark: Box | None, label: str, age: float
-                       ) -> MonitorImage:
-        if mark is not None:
-            px = draw_mark(shot.pixels, mark)
-            data, mt = im.encode(px, self.image_format, self.jpeg_quality)
-        else:
-            px, data, mt = shot.pixels, shot.data, shot.media_type
-        return MonitorImage(shot.camera, label, round(age, 3), data, mt, shot.scaling.sent_w,
-                            shot.scaling.sent_h, px, shot.close_up, False, mark,
-                            shot.file_name, shot.frame.seq, shot.frame.stamp)
+    def _entry(self, shot: Shot, mark: Box | None) -> _Entry:
+        if mark is None:
+            return _Entry(shot, None, shot.pixels, shot.data, shot.media_type)
+        px = draw_mark(shot.pixels, mark)
+        data, mt = im.encode(px, self.image_format, self.jpeg_quality)
+        return _Entry(shot, mark, px, data, mt)
+
+    @staticmethod
+    def _monitor_image(e: _Entry, label: str, age: float) -> MonitorImage:
+        s = e.shot
+        return MonitorImage(s.camera, label, round(age, 3), e.data, e.media_type,
+                            s.scaling.sent_w, s.scaling.sent_h, e.pixels, s.close_up, False,
+                            e.mark, s.file_name, s.frame.seq, s.frame.stamp)
 
     def _reference(self, act: _Action, now: float) -> list[MonitorImage]:
         if act.reference is not None:
@@ -797,12 +845,12 @@ class MonitorEngine:
             dq = act.history.get(cam)
             if not dq:
                 continue
-            labels = history_labels([s.frame.stamp for s, _ in dq], now)
-            for (shot, mark), label in zip(dq, labels, strict=True):
-                age = now - shot.frame.stamp
-                images.append(self._monitor_image(shot, mark, label, age))
-                records.append(self._image_record(shot, mark, label, age))
-                to_save.append(shot)
+            labels = history_labels([e.shot.frame.stamp for e in dq], now)
+            for e, label in zip(dq, labels, strict=True):
+                age = now - e.shot.frame.stamp
+                images.append(self._monitor_image(e, label, age))
+                records.append(self._image_record(e.shot, e.mark, label, age))
+                to_save.append(e.shot)
         req = MonitorTickRequest(act.action_id, act.tool, round(elapsed, 3),
                                  tuple(q.question for q in active), tuple(images),
                                  self._readings(), self.config.instructions,
@@ -947,9 +995,73 @@ class MonitorEngine:
         self.caller.shutdown()
 
 
+def build_monitor_backend(config: MonitorConfig) -> VisionBackend:
+    """The vision backend ``monitor.provider`` names: ``cv`` (offline), or an HTTP provider
+    (typed answers over :class:`~..perception.vision.ModelVisionBackend`).  ``scripted`` is
+    built by tests.  Raises ConfigError / ModelConfigError."""
+    if config.provider == "cv":
+        from ..perception.cv_monitor import CvVisionBackend
+
+        return CvVisionBackend()
+    if config.provider == "scripted":
+        raise ConfigError("agent.monitor.provider", "the scripted monitor is built by tests; "
+                                                    "pass backend=")
+    from ..models.factory import build_provider
+    from ..perception.vision import ModelVisionBackend
+
+    return ModelVisionBackend(build_provider(config, purpose="monitor"),
+                              max_tokens=config.max_tokens)
+
+
+def build_monitor(
+    *,
+    bus: Bus,
+    clock: Clock,
+    config: AgentConfig,
+    tripwire: Tripwire | None = None,
+    trackers: Any = None,
+    log_provider: Callable[[], EpisodeLog | None] | None = None,
+    backend: VisionBackend | None = None,
+    caller: ModelCaller | None = None,
+    readings: Readings | None = None,
+    catalogue: Sequence[Mapping[str, Any]] | None = None,
+    cameras: Sequence[str] | None = None,
+) -> MonitorEngine | None:
+    """The monitor as the runtime builds it from ``agent:`` (None when ``monitor`` is null).
+
+    ``trackers``: anything with ``result(field) -> TrackerResult`` (the executor's tracker
+    port) for ``mark_target``; ``readings``: the planner's readings function, so both see the
+    same ``state_fields``.  The catalogue is read and every question validated here, so a
+    ``then`` naming no tool stops the start with :class:`MonitorConfigError`.
+    """
+    mcfg = config.monitor
+    if mcfg is None:
+        return None
+    if backend is None:
+        backend = build_monitor_backend(mcfg)
+    if catalogue is None:
+        catalogue = list(bus.call(names.TOOL_CATALOGUE, {}, timeout_s=5.0))
+    cams = list(cameras if cameras is not None else config.cameras)
+    if not cams:  # "empty: all": every camera the tools and questions name
+        found: list[str] = list(mcfg.close_ups)
+        for d in catalogue:
+            for c in [d.get("camera"), *(q.get("camera") for q in d.get("monitor") or ()
+                                         if isinstance(q, Mapping))]:
+                if isinstance(c, str) and c and c not in found:
+                    found.append(c)
+        cams = found
+    result = getattr(trackers, "result", None)
+    target = tracker_target_box(result) if callable(result) else None
+    return MonitorEngine(bus, clock, mcfg, backend, cameras=cams, catalogue=catalogue,
+                         caller=caller, log=log_provider, check_agent_action=tripwire,
+                         target_box=target, readings=readings,
+                         state_fields=config.state_fields)
+
+
 __all__ = [
     "MonitorConfigError", "MonitorEngine", "QuestionSpec", "Rule", "RuleState", "Shot",
+    "build_monitor", "build_monitor_backend",
     "TargetBoxFn", "Tripwire", "WATCH_FOR_RULE", "box_to_sent", "check_catalogue",
     "condition", "draw_mark", "history_labels", "mask_bounds", "parse_questions",
-    "select_view", "watch_for_questions",
+    "select_view", "tracker_target_box", "watch_for_questions",
 ]

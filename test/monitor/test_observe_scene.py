@@ -1,0 +1,305 @@
+"""observe_scene(focus) (seed 001): validation, one frame, limits, no retries, timing, no image
+retention, when it is offered, and the attention-episode acquisition budget."""
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+from solarian_agent.core import names
+from solarian_agent.core.clock import FakeClock
+from solarian_agent.core.config import load_agent_config
+from solarian_agent.core.errors import ConfigError
+from solarian_agent.core.messages import Image
+from solarian_agent.core.transport import Bus
+from solarian_agent.models.base import ModelError
+from solarian_agent.perception.observe_scene import (
+    MAX_DESCRIPTION_CHARS,
+    MAX_FRAME_BYTES,
+    AttentionEpisode,
+    BusCamera,
+    CameraFrame,
+    ObserveSceneRejected,
+    SceneObserver,
+    effective_vision,
+)
+from solarian_agent.perception.vision import Description
+
+
+class Backend:
+    name = "fake"
+    model = "fake-vision"
+
+    def __init__(self, text="a red cup on the table", clock=None, advance=0.0, error=None):
+        self.text, self.clock, self.advance, self.error = text, clock, advance, error
+        self.calls = 0
+        self.sizes = []
+
+    def describe(self, frame, focus, *, timeout_s):
+        self.calls += 1
+        self.sizes.append(len(frame.data))
+        if self.clock is not None:
+            self.clock.advance(self.advance)  # the model takes its time
+        if self.error is not None:
+            raise self.error
+        return Description(self.text, model=self.model)
+
+    def answer_tick(self, request, *, timeout_s):  # pragma: no cover - not used here
+        raise NotImplementedError
+
+
+class Camera:
+    def __init__(self, clock, size=1000, running=True):
+        self.clock, self.size, self.running = clock, size, running
+        self.captures = 0
+        self.error = None
+
+    def capture(self):
+        self.captures += 1
+        if self.error is not None:
+            raise self.error
+        px = np.zeros((4, 4, 3), np.uint8)
+        return CameraFrame(b"\0" * self.size, "image/jpeg", 640, 480, "wrist",
+                           self.clock.now() - 0.05, px)
+
+
+def make(backend="default", *, size=1000, running=True, app=True, advance=0.0, text=None,
+         error=None):
+    clock = FakeClock()
+    cam = Camera(clock, size, running)
+    if backend == "default":
+        backend = Backend(clock=clock, advance=advance, error=error,
+                          **({"text": text} if text is not None else {}))
+    events = []
+    obs = SceneObserver(clock, backend, cam.capture, camera="wrist",
+                        camera_running=lambda: cam.running, app_running=lambda: app,
+                        on_event=lambda k, d: events.append((k, d)))
+    return obs, cam, backend, clock, events
+
+
+def code(fn):
+    with pytest.raises(ObserveSceneRejected) as e:
+        fn()
+    return e.value.code
+
+
+@pytest.mark.parametrize("focus,expected", [
+    ("", "focus_empty"), ("   \n ", "focus_empty"), (None, "focus_type"), (12, "focus_type"),
+    ("x" * 301, "focus_too_long"), ("the\x07cup", "focus_control"),
+    ("the cup\nand the tray", "focus_control"), ("tab\there", "focus_control"),
+    ("zero\u200bwidth", "focus_control"),
+])
+def test_invalid_focus_is_rejected_before_capture(focus, expected):
+    obs, cam, be, _, _ = make()
+    assert code(lambda: obs.observe_scene(focus)) == expected
+    assert cam.captures == 0 and be.calls == 0
+
+
+def test_focus_is_trimmed_and_300_characters_are_allowed():
+    obs, cam, be, _, _ = make()
+    res = obs.observe_scene("  " + "y" * 300 + "\n")
+    assert res.focus == "y" * 300
+    assert obs.observe_scene("  where is the cup? ").focus == "where is the cup?"
+
+
+def test_no_other_argument_is_accepted():
+    obs, cam, be, _, _ = make()
+    for extra in ({"camera": "overhead"}, {"model": "x"}, {"crop": [0, 0, 1, 1]},
+                  {"frames": 2}):
+        assert code(lambda e=extra: obs.handle({"focus": "cup", **e})) == "extra_argument"
+    assert cam.captures == 0
+    assert obs.handle({"focus": "cup"}).description
+
+
+def test_one_frame_is_captured_and_passed_to_the_backend():
+    obs, cam, be, _, _ = make(size=1234)
+    res = obs.observe_scene("the cup")
+    assert cam.captures == 1 and be.calls == 1 and be.sizes == [1234]
+    assert res.model_generated and res.camera == "wrist" and res.frame_bytes == 1234
+    assert "model-generated" in res.text()
+
+
+def test_observed_at_is_sampled_after_capture_before_interpretation():
+    obs, cam, be, clock, _ = make(advance=7.0)
+    t0 = clock.now()
+    res = obs.observe_scene("the cup")
+    assert res.observed_at == t0  # not t0 + 7 s of model latency
+    assert clock.now() == t0 + 7.0
+    assert res.captured_at == pytest.approx(t0 - 0.05)
+
+
+def test_a_frame_over_4_mib_is_rejected_before_any_request():
+    obs, cam, be, _, events = make(size=MAX_FRAME_BYTES + 1)
+    assert code(lambda: obs.observe_scene("cup")) == "frame_too_large"
+    assert cam.captures == 1 and be.calls == 0
+    assert events[-1][0] == "observe_scene_rejected"
+    obs2, _, be2, _, _ = make(size=MAX_FRAME_BYTES)
+    obs2.observe_scene("cup")
+    assert be2.calls == 1
+
+
+def test_neither_capture_nor_interpretation_is_retried():
+    obs, cam, be, _, _ = make()
+    cam.error = OSError("usb gone")
+    assert code(lambda: obs.observe_scene("cup")) == "capture_failed"
+    assert cam.captures == 1 and be.calls == 0
+    obs, cam, be, _, _ = make(error=ModelError("timeout", "slow"))
+    assert code(lambda: obs.observe_scene("cup")) == "interpretation_failed"
+    assert cam.captures == 1 and be.calls == 1
+
+
+def test_description_is_bounded_with_an_explicit_flag():
+    obs, *_ = make(text="z" * 5000)
+    res = obs.observe_scene("cup")
+    assert len(res.description) == MAX_DESCRIPTION_CHARS and res.truncated
+    assert res.description.endswith("[truncated]")
+    obs, *_ = make(text="z" * MAX_DESCRIPTION_CHARS)
+    res = obs.observe_scene("cup")
+    assert len(res.description) == MAX_DESCRIPTION_CHARS and not res.truncated
+
+
+def test_image_bytes_are_not_kept_logged_or_returned():
+    clock = FakeClock()
+    refs = []
+
+    def capture():
+        px = np.zeros((480, 640, 3), np.uint8)
+        refs.append(weakref.ref(px))
+        return CameraFrame(b"\xff\xd8" + b"\x01" * 5000, "image/jpeg", 640, 480, "wrist",
+                           clock.now(), px)
+
+    events = []
+    obs = SceneObserver(clock, Backend(), capture, camera="wrist", camera_running=lambda: True,
+                        on_event=lambda k, d: events.append((k, d)))
+    res = obs.observe_scene("cup")
+    gc.collect()
+    assert refs[0]() is None  # nothing holds the frame after the call
+    assert not any(isinstance(v, (bytes, bytearray, np.ndarray))
+                   for v in vars(res).values())
+    assert not any(isinstance(v, (bytes, bytearray, np.ndarray))
+                   for _, d in events for v in d.values())
+    assert not any(isinstance(v, (bytes, np.ndarray)) for v in vars(obs).values())
+    assert events[-1][0] == "observe_scene" and events[-1][1]["frame_bytes"] == 5002
+
+
+def test_offered_only_while_app_camera_and_backend_are_there():
+    obs, cam, be, _, _ = make()
+    assert obs.offered() and [d.name for d in obs.tool_defs()] == ["observe_scene"]
+    cam.running = False
+    assert not obs.offered() and obs.tool_defs() == []
+    assert code(lambda: obs.observe_scene("cup")) == "camera_not_running"
+    assert cam.captures == 0
+    obs, cam, _, _, _ = make(backend=None)
+    assert not obs.offered()
+    assert code(lambda: obs.observe_scene("cup")) == "no_vision"
+    obs, cam, _, _, _ = make(app=False)
+    assert not obs.offered()
+    assert code(lambda: obs.observe_scene("cup")) == "not_running"
+    assert cam.captures == 0
+
+
+def test_inspect_self_reports_the_facts_separately_and_never_captures():
+    obs, cam, _, _, _ = make()
+    cam.running = False
+    facts = obs.inspect_self()
+    assert cam.captures == 0
+    assert facts["camera"] == {"name": "wrist", "configured": True, "running": False}
+    assert facts["vision"]["configured"] and facts["vision"]["model"] == "fake-vision"
+    assert facts["app_running"] and not facts["observe_scene_offered"]
+
+
+def test_bus_camera_runs_while_frames_are_fresh():
+    clock, bus = FakeClock(), Bus()
+    cam = BusCamera(bus, "wrist", clock, stale_s=1.0)
+    assert not cam.running() and cam.capture() is None
+    pub = bus.publisher(names.image_topic("wrist"), names.T_IMAGE)
+    pub.publish(Image(np.zeros((48, 64, 3), np.uint8), clock.now(), "wrist", 1))
+    frame = cam.capture()
+    assert cam.running() and frame.media_type == "image/png" and frame.width == 64
+    clock.advance(2.0)
+    assert not cam.running()
+
+
+# -- attention episodes ------------------------------------------------------------------------
+
+def test_an_autonomous_episode_gets_at_most_two_acquisitions():
+    obs, cam, _, _, _ = make()
+    ep = AttentionEpisode()
+    obs.observe_scene("where is the cup", ep)
+    assert ep.remaining == 1
+    obs.inspect_self(ep)
+    assert ep.remaining == 0 and ep.offer()["acquisitions"] == 0
+    assert code(lambda: obs.observe_scene("where is the tray", ep)) == "acquisitions_exhausted"
+    assert cam.captures == 1
+
+
+def test_rejected_attempts_consume_their_slot():
+    obs, cam, _, _, _ = make()
+    ep = AttentionEpisode()
+    assert code(lambda: obs.observe_scene("", ep)) == "focus_empty"
+    assert code(lambda: obs.handle({"focus": "cup", "camera": "x"}, ep)) == "extra_argument"
+    assert code(lambda: obs.observe_scene("cup", ep)) == "acquisitions_exhausted"
+    assert cam.captures == 0
+
+
+def test_the_same_focus_twice_is_refused_as_no_new_information():
+    obs, cam, _, _, _ = make()
+    ep = AttentionEpisode()
+    obs.observe_scene("where is the cup", ep)
+    assert code(lambda: obs.observe_scene(" where is the cup ", ep)) == "repeated"
+    assert cam.captures == 1 and ep.remaining == 0
+
+
+def test_no_acquisition_after_the_first_effect():
+    obs, cam, _, _, _ = make()
+    ep = AttentionEpisode()
+    ep.record_effect()
+    assert code(lambda: obs.observe_scene("cup", ep)) == "after_effect"
+    with pytest.raises(ObserveSceneRejected):
+        obs.inspect_self(ep)
+    assert cam.captures == 0 and ep.offer() == {"acquisitions": 0, "effects": True}
+
+
+def test_operator_episodes_are_not_limited_by_slots():
+    obs, cam, _, _, _ = make()
+    ep = AttentionEpisode(autonomous=False)
+    for f in ("a", "b", "c"):
+        obs.observe_scene(f, ep)
+    assert cam.captures == 3
+
+
+# -- configuration -----------------------------------------------------------------------------
+
+def cfg(**agent):
+    return load_agent_config({"agent": agent})
+
+
+def test_vision_is_none_by_default_and_needs_a_camera_and_a_text_model():
+    assert effective_vision(cfg()) == ("none", "")
+    with pytest.raises(ConfigError, match="needs a camera"):
+        effective_vision(cfg(runtime={"vision": "openai-responses"}))
+    with pytest.raises(ConfigError, match="text cognition"):
+        effective_vision(cfg(cameras=["wrist"], planner={"provider": "openai"},
+                             runtime={"vision": "openai-responses"}))
+    assert effective_vision(cfg(cameras=["wrist", "overhead"], planner={
+        "provider": "anthropic", "model": "m"}, runtime={"vision": "anthropic"})) == (
+        "anthropic", "wrist")
+    assert effective_vision(cfg(runtime={"vision_camera": "overhead"}), "cv") == ("cv",
+                                                                                  "overhead")
+    with pytest.raises(ConfigError, match="--vision"):
+        effective_vision(cfg(), "gpt-eyes")
+
+
+def test_openai_vision_model_takes_precedence_and_the_key_stays_in_the_environment():
+    from solarian_agent.perception.observe_scene import build_vision_backend
+
+    c = cfg(cameras=["wrist"])
+    env = {"OPENAI_API_KEY": "sk-test-0123456789", "OPENAI_VISION_MODEL": "eyes",
+           "OPENAI_MODEL": "general"}
+    b = build_vision_backend("openai-responses", c, env=env)
+    assert (b.name, b.model, b.provider.purpose) == ("openai_responses", "eyes", "vision")
+    del env["OPENAI_VISION_MODEL"]
+    assert build_vision_backend("openai-responses", c, env=env).model == "general"
+    assert "sk-test" not in repr(b) and build_vision_backend("none") is None
+    assert build_vision_backend("cv").name == "cv"

@@ -17,6 +17,9 @@ setup(
         ("share/solarian_agent/config/skills", glob("config/skills/*.yaml")),
         ("share/solarian_agent/launch", glob("launch/*.py")),
         ("share/solarian_agent/urdf", glob("urdf/*")),
+        ("share/solarian_agent/msg", glob("msg/*.msg")),
+        ("share/solarian_agent/srv", glob("srv/*.srv")),
+        ("share/solarian_agent/action", glob("action/*.action")),
     ],
     install_requires=[
         "numpy>=1.24",
@@ -47,6 +50,14 @@ setup(
     entry_points={
         "console_scripts": [
             "solarian-agent = solarian_agent.cli:main",
+            # ROS 2 node entry points (ros2 run uses the wrappers CMake installs instead)
+            "solarian-camera-node = solarian_agent.ros.camera_node:main",
+            "solarian-arm-node = solarian_agent.ros.arm_node:main",
+            "solarian-sim-node = solarian_agent.ros.sim_node:main",
+            "solarian-skills-node = solarian_agent.ros.skills_node:main",
+            "solarian-monitor-node = solarian_agent.ros.monitor_node:main",
+            "solarian-planner-node = solarian_agent.ros.planner_node:main",
+            "solarian-chat = solarian_agent.ros.chat:main",
         ],
     },
 )

@@ -90,6 +90,15 @@ def final_check(system: Any, timeout_s: float = 5.0) -> dict[str, Any]:
             "frame_seq": res.data.get("frame_seq")}
 
 
+def _free_dir(path: Path) -> Path:
+    n = 1
+    out = path
+    while out.exists():
+        n += 1
+        out = path.with_name(f"{path.name}_{n}")
+    return out
+
+
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="solarian-agent demo", description=__doc__)
     p.add_argument("task", nargs="?", default=DEFAULT_TASK)
@@ -140,12 +149,13 @@ def main(argv: Sequence[str] = ()) -> int:
                          qos=QoS(depth=500))
     bag = None
     if a.record:
-        try:
-            from .ros.bag import BagRecorder  # type: ignore[attr-defined]
+        from .ros.bag import BagRecorder
 
-            bag = BagRecorder.for_system(system)
-        except (ImportError, AttributeError) as e:
-            print(f"(rosbag recording unavailable: {e})", file=sys.stderr)
+        bag_dir = _free_dir(a.out / session_name(a.task, a.seed) / "rosbag")
+        bag_dir.parent.mkdir(parents=True, exist_ok=True)
+        clock = system.clock
+        bag = BagRecorder(bag_dir, clock=lambda: int(clock.epoch() * 1e9))
+        bag.attach(system.bus)
     print(f"tidy-up demo: seed {a.seed}, faults {a.faults:g}, planner "
           f"{system.planner.provider.name}, monitor "
           f"{cfg.monitor.provider if cfg.monitor and system.monitor else 'none'}", flush=True)
@@ -156,7 +166,7 @@ def main(argv: Sequence[str] = ()) -> int:
     check = final_check(system)
     ep_dir = system.planner.log.dir if system.planner.log is not None else None
     if bag is not None:
-        bag.close(ep_dir)
+        bag.close()
     truth = system.world.truth()
     system.shutdown()
     print(f"final fresh verify_state: {json.dumps(check.get('report', check))}, arm at home: "

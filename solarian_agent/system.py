@@ -99,6 +99,8 @@ class SimSystem:
 
     def shutdown(self) -> None:
         self.planner.shutdown()
+        if self.monitor is not None:
+            self.monitor.shutdown()
         if self.recorder is not None:
             self.recorder.close()
 
@@ -178,7 +180,8 @@ def _build_monitor(bus: Bus, clock: Clock, cfg: AgentConfig, arm: ArmPort,
     if builder is None:
         return None
     return builder(bus=bus, clock=clock, config=cfg, tripwire=StallTripwire(arm),
-                   trackers=trackers, log_provider=lambda: planner.log)
+                   trackers=trackers, log_provider=lambda: planner.log,
+                   readings=arm.readings)
 
 
 def session_name(task: str, seed: int) -> str:

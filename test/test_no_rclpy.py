@@ -1,4 +1,4 @@
-"""Every module outside solarian_agent/ros/ (and ros/bag.py, ros/convert.py which only use
+"""Every module outside solarian_agent/ros/ (and the ROS-free helpers in ros/, which only use
 rosbags) imports with rclpy made unimportable."""
 
 import pkgutil
@@ -9,7 +9,9 @@ import textwrap
 import solarian_agent
 
 ROS_ONLY = ("solarian_agent.ros.",)
-ROS_FREE_IN_ROS = {"solarian_agent.ros", "solarian_agent.ros.bag", "solarian_agent.ros.convert"}
+ROS_FREE_IN_ROS = {"solarian_agent.ros", "solarian_agent.ros.bag", "solarian_agent.ros.convert",
+                   "solarian_agent.ros.interfaces", "solarian_agent.ros.graph",
+                   "solarian_agent.ros.components", "solarian_agent.ros.launch_plan"}
 
 
 def _modules() -> list[str]:

@@ -22,6 +22,10 @@ class Clock(Protocol):
         """ISO 8601 UTC timestamp of ``now()``."""
         ...
 
+    def epoch(self) -> float:
+        """Unix seconds of ``now()`` (rosbag timestamps)."""
+        ...
+
     def sleep_until(self, t: float, stop: threading.Event | None = None) -> None:
         """Block until ``now() >= t`` (a fake clock jumps there), or until ``stop`` is set."""
         ...
@@ -44,7 +48,10 @@ class SystemClock:
         return time.monotonic()
 
     def wall(self) -> str:
-        return _iso(self._epoch0 + (time.monotonic() - self._mono0))
+        return _iso(self.epoch())
+
+    def epoch(self) -> float:
+        return self._epoch0 + (time.monotonic() - self._mono0)
 
     def sleep_until(self, t: float, stop: threading.Event | None = None) -> None:
         delay = t - time.monotonic()
@@ -74,8 +81,11 @@ class FakeClock:
             return self._t
 
     def wall(self) -> str:
+        return _iso(self.epoch())
+
+    def epoch(self) -> float:
         with self._lock:
-            return _iso(self._epoch + (self._t - self._start))
+            return self._epoch + (self._t - self._start)
 
     def advance(self, dt: float) -> float:
         if dt < 0:

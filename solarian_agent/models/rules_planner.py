@@ -176,7 +176,8 @@ class RulesPlanner:
             return [("update_plan", {"steps": plan}), ("home", {})] if not self._at_home(
                 wake) else [("finish_task", {"summary": f"I cannot see the {_label(obj)}",
                                              "success": False})]
-        if (last.role == "tool" and "point again" in last.text()
+        failed_pick = "(pick_object) failed" in wake
+        if ((failed_pick or (last.role == "tool" and "point again" in last.text()))
                 and not self._at_home(wake)):
             # the arm may hide the object from the overhead camera: clear the view first
             return [("update_plan", {"steps": plan}), ("home", {})]

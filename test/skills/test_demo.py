@@ -43,3 +43,22 @@ def test_demo_with_unreachable_planner_key_fails_at_start(tmp_path, capsys, monk
     rc = main(["--planner", "anthropic", "--out", str(tmp_path), "--no-record"])
     err = capsys.readouterr().err
     assert rc == 2 and "ANTHROPIC_API_KEY" in err
+
+
+def test_demo_records_a_rosbag_with_the_graph_names(tmp_path, capsys):
+    from solarian_agent.ros.bag import bag_summary, read_bag
+
+    rc = main(["--seed", "3", "--out", str(tmp_path), "--monitor", "none"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    bag = next(p for p in tmp_path.rglob("rosbag") if p.is_dir())
+    summary = bag_summary(bag)
+    assert summary["overhead/image_raw"][0] == "sensor_msgs/msg/Image"
+    assert summary["wrist/image_raw"][0] == "sensor_msgs/msg/Image"
+    assert summary["joint_states"] == ("sensor_msgs/msg/JointState", summary["joint_states"][1])
+    assert summary["joint_states"][1] > 100
+    assert summary["agent/events"][0] == "solarian_agent/msg/AgentEvent"
+    img = next(m for m in read_bag(bag, ["overhead/image_raw"]))
+    assert img.value.data.shape == (480, 640, 3)
+    kinds = [m.value.kind for m in read_bag(bag, ["agent/events"])]
+    assert "run_started" in kinds and "run_ended" in kinds

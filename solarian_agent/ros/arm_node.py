@@ -1,0 +1,142 @@
+"""``arm_node``: the SO-101 hardware interface (Feetech servo bus), a lifecycle node.
+
+* configure: open the bus, read the calibration (config/arm_so101.yaml), start the control loop
+  (it reads the arm and publishes ``joint_states`` and ``diagnostics`` from now on);
+* activate: enable torque; joint commands are accepted (clamped, speed-limited, watched by the
+  command watchdog: no command within ``command_timeout_s`` -> hold);
+* deactivate: hold where the arm is and refuse commands;
+* cleanup / shutdown: stop the loop and close the bus;
+* error: the safe state — the e-stop is latched (hold or torque off).
+
+``estop`` (latched, wins over everything) and ``estop_reset`` are std_srvs/Trigger services;
+``set_torque`` is std_srvs/SetBool.  With ``autostart`` (default) the node configures and
+activates itself.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+
+from . import common, components
+from .bridge import Bridge
+from .components import Loop
+
+
+class ArmNode(LifecycleNode):  # type: ignore[misc]
+    def __init__(self) -> None:
+        super().__init__("arm")
+        self.core_: components.ArmCore | None = None
+        self.runner: common.LoopRunner | None = None
+        clock = common.RosClock(self)
+        nc = components.build_arm_core(
+            clock,
+            arm_config=str(common.declare(self, "arm_config",
+                                          common.share_file("config", "arm_so101.yaml"))),
+            port=str(common.declare(self, "port", "", "serial port ('' = the YAML's)")),
+            simulated_bus=bool(common.declare(self, "simulated_bus", False,
+                                              "simulated servos on a pseudo-terminal")),
+            command_timeout_s=float(common.declare(self, "command_timeout_s", 0.5)),
+            estop_action=str(common.declare(self, "estop_action", "hold", "hold | torque_off")))
+        self.node_core = nc
+        self.core_ = nc.parts["arm"]
+        self.bridge = Bridge(self, nc.bus)
+        self.bridge.add(nc.spec.endpoints)
+
+    def _start_loop(self) -> None:
+        assert self.core_ is not None
+        self.runner = common.LoopRunner([Loop("control", self.core_.period_s,
+                                              self.core_.step)], self.get_logger())
+        self.runner.start()
+
+    def _stop_loop(self) -> None:
+        if self.runner is not None:
+            self.runner.join()
+            self.runner = None
+
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        assert self.core_ is not None
+        try:
+            self.core_.configure()
+        except Exception as e:
+            self.get_logger().error(f"configure failed: {e}")
+            self.core_.cleanup()
+            return TransitionCallbackReturn.FAILURE
+        self._start_loop()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        assert self.core_ is not None
+        try:
+            self.core_.activate()
+        except Exception as e:
+            self.get_logger().error(f"activate failed: {e}")
+            return TransitionCallbackReturn.FAILURE
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        assert self.core_ is not None
+        self.core_.deactivate()
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._stop_loop()
+        assert self.core_ is not None
+        self.core_.cleanup()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        assert self.core_ is not None
+        self.core_.deactivate()
+        self._stop_loop()
+        self.core_.cleanup()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        assert self.core_ is not None
+        self.get_logger().error(f"error in state {state.label}: going safe (e-stop latched)")
+        self.core_.error(f"lifecycle error in {state.label}")
+        return TransitionCallbackReturn.SUCCESS
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    common.init(args)
+    node = ArmNode()
+    autostart = bool(common.declare(node, "autostart", True, "configure and activate at start"))
+    stop = threading.Event()
+    executor = MultiThreadedExecutor(num_threads=4)
+    executor.add_node(node)
+    spin = threading.Thread(target=executor.spin, daemon=True)
+    spin.start()
+
+    def on_signal(_sig: int, _frame: Any) -> None:
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
+    if autostart and node.trigger_configure() == TransitionCallbackReturn.SUCCESS:
+        node.trigger_activate()
+    try:
+        while not stop.is_set() and rclpy.ok():
+            stop.wait(0.2)
+    finally:
+        node.bridge.close()
+        node._stop_loop()
+        if node.core_ is not None:
+            node.core_.deactivate()
+            node.core_.cleanup()
+        executor.shutdown(timeout_sec=2.0)
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

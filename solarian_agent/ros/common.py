@@ -1,0 +1,220 @@
+"""What every node shell shares: the ROS clock as a core Clock, parameters, the loop threads
+and the run / shutdown sequence.
+
+Only a node's own ``main`` calls ``rclpy.init``.  SIGINT / SIGTERM do not tear the context down
+under the node (rclpy's handler is off): they stop the loops, abort running goals with a result,
+let the executor deliver those results, then shut down.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+
+from ..core.config import AgentConfig
+from ..core.errors import ConfigError, TransportError
+from . import components
+from .bridge import Bridge
+from .components import Loop, NodeCore
+
+
+class RosClock:
+    """The core's Clock over a node's ROS clock (so ``use_sim_time`` and bag replays work and
+    stamps agree across nodes)."""
+
+    def __init__(self, node: Node) -> None:
+        self._clock = node.get_clock()
+
+    def now(self) -> float:
+        return float(self._clock.now().nanoseconds) * 1e-9
+
+    def wall(self) -> str:
+        return _dt.datetime.fromtimestamp(self.now(), tz=_dt.timezone.utc).isoformat(
+            timespec="milliseconds").replace("+00:00", "Z")
+
+    def epoch(self) -> float:
+        return self.now()  # ROS time is Unix time (or the bag's sim time)
+
+    def sleep_until(self, t: float, stop: threading.Event | None = None) -> None:
+        ev = stop or threading.Event()
+        while not ev.is_set():
+            left = t - self.now()
+            if left <= 0:
+                return
+            ev.wait(min(left, 0.01))
+
+
+def init(args: Sequence[str] | None = None) -> None:
+    """rclpy.init without rclpy's signal handler (see the module docstring)."""
+    try:
+        from rclpy.signals import SignalHandlerOptions
+
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    except (ImportError, TypeError):  # older rclpy
+        rclpy.init(args=args)
+
+
+def declare(node: Node, name: str, default: Any, description: str = "") -> Any:
+    if not node.has_parameter(name):
+        node.declare_parameter(name, default, ParameterDescriptor(description=description))
+    return node.get_parameter(name).value
+
+
+def csv(value: Any) -> list[str]:
+    """A list parameter given as a list or as 'a,b,c'."""
+    if isinstance(value, (list, tuple)):
+        return [str(v).strip() for v in value if str(v).strip()]
+    return [v.strip() for v in str(value or "").split(",") if v.strip()]
+
+
+def share_file(*parts: str) -> str:
+    """A file in the installed share/solarian_agent (or the source tree)."""
+    try:
+        import os
+
+        from ament_index_python.packages import get_package_share_directory
+
+        path = os.path.join(get_package_share_directory("solarian_agent"), *parts)
+        if os.path.exists(path):
+            return path
+    except Exception:
+        pass
+    return str(components.share_dir().joinpath(*parts))
+
+
+def agent_config(node: Node) -> AgentConfig:
+    """The agent: block from ``config_file`` with the ``cameras`` / ``control_period_s``
+    parameters applied, validated as in the core (a bad value names its YAML path)."""
+    path = declare(node, "config_file", share_file("config", "controller.yaml"),
+                   "YAML file with the agent: block")
+    cams = csv(declare(node, "cameras", "", "camera names, comma separated ('' = config)"))
+    period = float(declare(node, "control_period_s", 0.0, "loop period (0 = config)"))
+    overrides: dict[str, Any] = {"cameras": cams or None}
+    if period > 0:
+        overrides["control_period_s"] = period
+    return components.load_config(path, overrides)
+
+
+class LoopRunner:
+    """One thread per loop; every wait is bounded; an exception is logged, never fatal."""
+
+    def __init__(self, loops: Sequence[Loop], log: Any) -> None:
+        self.loops = list(loops)
+        self.log = log
+        self.stop = threading.Event()
+        self.threads: list[threading.Thread] = []
+
+    def _run(self, loop: Loop) -> None:
+        next_t = time.monotonic()
+        while not self.stop.is_set():
+            try:
+                loop.fn()
+            except Exception as e:  # the loop survives; the component decides what failed
+                self.log.error(f"{loop.name}: {type(e).__name__}: {e}")
+                self.stop.wait(0.1)
+            if loop.period_s <= 0:
+                continue
+            next_t += loop.period_s
+            now = time.monotonic()
+            if next_t < now:  # fell behind: skip, never burst
+                next_t = now
+            self.stop.wait(next_t - now)
+
+    def start(self) -> None:
+        for loop in self.loops:
+            t = threading.Thread(target=self._run, args=(loop,), name=f"loop-{loop.name}",
+                                 daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def join(self, timeout_s: float = 2.0) -> None:
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout_s)
+
+
+def start_with_retry(fn: Callable[[], None], timeout_s: float, log: Any, what: str,
+                     stop: threading.Event) -> None:
+    """Call ``fn`` until it stops raising a transport error (a server not up yet)."""
+    end = time.monotonic() + timeout_s
+    while True:
+        try:
+            fn()
+            return
+        except TransportError as e:
+            if time.monotonic() >= end or stop.is_set():
+                raise
+            log.info(f"waiting for {what}: {e}")
+            stop.wait(1.0)
+
+
+def run(node: Node, core: NodeCore, bridge: Bridge, *, on_start: Callable[[], None] | None
+        = None, num_threads: int = 8, startup_timeout_s: float = 60.0,
+        start_loops: bool = True) -> int:
+    """Spin ``node``, start the core (retrying while its servers come up), run its loops until
+    SIGINT / SIGTERM, then shut down in order: loops, bridge (goals cancelled), core (goals
+    end with a result), a grace period for the results to go out, the executor."""
+    log = node.get_logger()
+    stop = threading.Event()
+    executor = MultiThreadedExecutor(num_threads=num_threads)
+    executor.add_node(node)
+    spin = threading.Thread(target=executor.spin, name="executor", daemon=True)
+    spin.start()
+
+    def on_signal(_sig: int, _frame: Any) -> None:
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(sig, on_signal)
+        except ValueError:  # not the main thread (tests)
+            pass
+    runner = LoopRunner(core.loops, log)
+    code = 0
+    try:
+        start_with_retry(core.start, startup_timeout_s, log, "the graph", stop)
+        if on_start is not None:
+            on_start()
+        if start_loops:
+            runner.start()
+        log.info(f"{node.get_name()} running")
+        while not stop.is_set() and rclpy.ok():
+            stop.wait(0.2)
+    except Exception as e:
+        log.error(f"{node.get_name()} failed: {type(e).__name__}: {e}")
+        code = 1
+    finally:
+        runner.join()
+        bridge.close()
+        try:
+            core.shutdown()
+        except Exception as e:
+            log.warning(f"shutdown: {e}")
+        end = time.monotonic() + 3.0  # let the goals' results and the last messages go out
+        while bridge.running_goals and time.monotonic() < end:
+            time.sleep(0.02)
+        time.sleep(0.2)
+        executor.shutdown(timeout_sec=2.0)
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return code
+
+
+def config_error_exit(node: Node, e: ConfigError) -> int:
+    node.get_logger().error(f"invalid configuration: {e}")
+    node.destroy_node()
+    rclpy.try_shutdown()
+    return 2
+
+
+__all__ = ["LoopRunner", "RosClock", "agent_config", "csv", "declare", "init", "run",
+           "share_file", "start_with_retry"]

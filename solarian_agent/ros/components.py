@@ -1,0 +1,625 @@
+"""What each ROS node runs, without ROS: the core component(s) on the node's private Bus.
+
+A node shell reads its parameters, calls one ``build_*`` here, bridges the returned
+:class:`NodeCore`'s Bus to rclpy along its :class:`~solarian_agent.ros.graph.NodeSpec` and runs
+its loops.  The wiring mirrors :mod:`solarian_agent.system` (the embedded run), split by node, so
+the in-process run and the ROS graph use the same components with the same names; the graph
+contract test builds every core here and compares its Bus endpoints with the node's spec.
+
+Nothing here imports rclpy: it is tested on a machine without ROS.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..core import names
+from ..core.clock import Clock
+from ..core.config import AgentConfig, load_agent_config
+from ..core.errors import ConfigError
+from ..core.messages import AgentState, CameraInfo, JointCommand
+from ..core.transport import LATCHED, Bus, QoS
+from . import graph
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Loop:
+    """``fn`` called every ``period_s`` on the node's own thread (0: back to back, for a
+    function that blocks with its own timeout)."""
+
+    name: str
+    period_s: float
+    fn: Callable[[], None]
+
+
+@dataclass
+class NodeCore:
+    bus: Bus
+    spec: graph.NodeSpec
+    loops: list[Loop] = field(default_factory=list)
+    start: Callable[[], None] = lambda: None  # after the bridge is up (may call services)
+    shutdown: Callable[[], None] = lambda: None
+    parts: dict[str, Any] = field(default_factory=dict)
+
+
+def share_dir() -> Path:
+    """The package's share directory: the source tree, or the installed
+    ``share/solarian_agent`` (found the way the URDF is found)."""
+    from ..arm.kinematics import default_urdf_path
+
+    return default_urdf_path().parent.parent
+
+
+def default_config_path() -> Path:
+    return share_dir() / "config" / "controller.yaml"
+
+
+def load_config(config_file: str = "", overrides: Mapping[str, Any] | None = None
+                ) -> AgentConfig:
+    """The agent: block of ``config_file`` (default config/controller.yaml), with
+    ``overrides`` (already-typed ROS parameters: cameras, control_period_s) applied and
+    validated exactly as the core validates the YAML."""
+    path = Path(config_file) if config_file else default_config_path()
+    import yaml
+
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError as e:
+        raise ConfigError(str(path), "file not found") from e
+    except yaml.YAMLError as e:
+        raise ConfigError(str(path), f"not valid YAML: {e}") from e
+    if not isinstance(doc, dict):
+        raise ConfigError("agent", f"{path} must hold a mapping at the top level")
+    block = dict(doc.get("agent") or {})
+    for k, v in (overrides or {}).items():
+        if v is not None and v != [] and v != "":
+            block[k] = v
+    return load_agent_config({"agent": block})
+
+
+# ------------------------------------------------------------------------------------------
+# camera driver
+# ------------------------------------------------------------------------------------------
+def guess_intrinsics(width: int, height: int, hfov_deg: float = 60.0) -> tuple[float, ...]:
+    f = width / (2.0 * math.tan(math.radians(hfov_deg) / 2.0))
+    return (f, 0.0, width / 2.0, 0.0, f, height / 2.0, 0.0, 0.0, 1.0)
+
+
+def build_camera_core(
+    clock: Clock,
+    camera: str,
+    source: int | str,
+    *,
+    width: int = 0,
+    height: int = 0,
+    fps: float = 0.0,
+    frame_id: str = "",
+    k: Sequence[float] = (),
+    d: Sequence[float] = (),
+    capture_factory: Any = None,
+    loop_file: bool = True,
+    bus: Bus | None = None,
+) -> NodeCore:
+    """An OpenCV camera publishing ``<camera>/image_raw`` and ``<camera>/camera_info``.  A
+    video file plays at its own frame rate and, with ``loop_file``, starts again at its end."""
+    from ..hw.camera.opencv import OpenCVCamera, OpenCVCameraConfig
+    from ..hw.errors import CameraError, CameraStalledError, EndOfStreamError
+
+    bus = bus or Bus()
+    node = f"camera_{camera}"
+    cfg = OpenCVCameraConfig(source=source, width=width or None, height=height or None,
+                             fps=fps or None, frame_id=frame_id or f"{camera}_camera_optical",
+                             realtime=True)
+    cam = OpenCVCamera(cfg, clock, capture_factory)
+    img_pub = bus.publisher(names.image_topic(camera), names.T_IMAGE,
+                            graph.SENSOR_DATA, node=node)
+    info_pub = bus.publisher(names.camera_info_topic(camera), names.T_CAMERA_INFO, LATCHED,
+                             node=node)
+    state: dict[str, Any] = {"info": None, "ended": False, "stalls": 0}
+
+    def start() -> None:
+        cam.connect()
+
+    def read_once() -> None:
+        if state["ended"]:
+            clock.sleep_until(clock.now() + 0.2)
+            return
+        try:
+            frame = cam.read(timeout_s=cfg.stall_timeout_s)
+        except EndOfStreamError:
+            log.info("%s: end of the video file%s", node, ", again" if loop_file else "")
+            if loop_file:
+                cam.disconnect()
+                cam.connect()
+            else:
+                state["ended"] = True
+            return
+        except CameraStalledError as e:  # no frame in time: said, and tried again
+            state["stalls"] += 1
+            log.warning("%s: %s", node, e)
+            return
+        except CameraError as e:  # gone after the driver's own reconnects: back off, retry
+            log.error("%s: %s; reconnecting in 1 s", node, e)
+            clock.sleep_until(clock.now() + 1.0)
+            cam.disconnect()
+            cam.connect()
+            return
+        img = frame.to_image()
+        if state["info"] is None or state["info"].width != img.width:
+            kk = tuple(k) if len(k) == 9 else guess_intrinsics(img.width, img.height)
+            state["info"] = CameraInfo(img.width, img.height, kk, tuple(d), img.frame_id,
+                                       img.stamp)
+            info_pub.publish(state["info"])
+        img_pub.publish(img)
+
+    return NodeCore(bus, graph.camera_node(camera), [Loop("read", 0.0, read_once)],
+                    start=start, shutdown=cam.disconnect, parts={"camera": cam, "state": state})
+
+
+# ------------------------------------------------------------------------------------------
+# arm hardware interface
+# ------------------------------------------------------------------------------------------
+class ArmCore:
+    """The Feetech arm behind a lifecycle: ``configure`` opens the bus and reads the
+    calibration, ``activate`` enables torque and lets commands through, ``deactivate`` holds,
+    ``error`` latches the e-stop (the safe state), ``cleanup`` closes the bus.
+
+    The control loop (:meth:`step`) runs from configure to cleanup, so an inactive arm still
+    holds and still reports ``joint_states`` and diagnostics; commands are refused unless
+    active.  The controller's command watchdog holds the arm when commands stop."""
+
+    def __init__(self, bus: Bus, clock: Clock, *, arm_config: str = "",
+                 port: str = "", simulated_bus: bool = False,
+                 command_timeout_s: float = 0.5, estop_action: str = "hold",
+                 diagnostics_period_s: float = 1.0, node: str = "arm") -> None:
+        self.bus = bus
+        self.clock = clock
+        self.arm_config = arm_config or str(share_dir() / "config" / "arm_so101.yaml")
+        self.port = port
+        self.simulated_bus = simulated_bus
+        self.command_timeout_s = command_timeout_s
+        self.estop_action = estop_action
+        self.diagnostics_period_s = diagnostics_period_s
+        self.arm: Any = None
+        self.controller: Any = None
+        self._sim: Any = None
+        self.active = False
+        self.refused = 0
+        self.last_refusal = ""
+        self._next_diag = 0.0
+        self._lock = threading.Lock()
+        self._js = bus.publisher(names.JOINT_STATES, names.T_JOINT_STATE, graph.RELIABLE, node)
+        self._diag = bus.publisher(names.DIAGNOSTICS, names.T_DIAGNOSTICS, graph.RELIABLE, node)
+        bus.subscribe(names.JOINT_COMMANDS, names.T_JOINT_COMMAND, self._on_command,
+                      graph.RELIABLE, node)
+        bus.create_service(names.ESTOP, names.T_TRIGGER, self._srv_estop, node)
+        bus.create_service(names.ESTOP_RESET, names.T_TRIGGER, self._srv_reset, node)
+        bus.create_service(graph.SET_TORQUE, graph.T_SET_BOOL, self._srv_torque, node)
+
+    @property
+    def period_s(self) -> float:
+        return float(self.controller.config.period_s) if self.controller else 0.02
+
+    # lifecycle -----------------------------------------------------------------------------
+    def configure(self) -> None:
+        from ..hw.feetech.arm import FeetechArm, FeetechArmConfig
+        from ..hw.feetech.calibration import ArmCalibration, default_so101
+        from ..hw.feetech.controller import ArmController, ArmControllerConfig
+
+        cfg = FeetechArmConfig.from_yaml(self.arm_config)
+        cal = None
+        if self.simulated_bus:
+            from ..hw.feetech.simbus import SimulatedBus
+
+            self._sim = SimulatedBus()
+            self._sim.__enter__()
+            cfg = replace(cfg, port=self._sim.port_name)
+            cal = default_so101()
+        elif self.port:
+            cfg = replace(cfg, port=self.port)
+        if cal is None:
+            cal = ArmCalibration.load(cfg.calibration_file)
+        arm = FeetechArm(cfg, calibration=cal)
+        arm.connect()
+        self.arm = arm
+        self.controller = ArmController(
+            arm, self.clock, ArmControllerConfig(rate_hz=cfg.rate_hz,
+                                                 command_timeout_s=self.command_timeout_s,
+                                                 estop_action=self.estop_action,
+                                                 enable_torque_on_start=False))
+
+    def activate(self) -> None:
+        if self.controller is None:
+            raise RuntimeError("arm is not configured")
+        self.controller.enable_torque()
+        self.active = True
+
+    def deactivate(self) -> None:
+        self.active = False
+        if self.controller is not None:
+            self.controller.hold("deactivated")
+
+    def cleanup(self) -> None:
+        self.active = False
+        arm, self.arm, self.controller = self.arm, None, None
+        if arm is not None:
+            try:
+                arm.disconnect()
+            except Exception as e:  # closing must not fail the transition
+                log.warning("arm: disconnect failed: %s", e)
+        if self._sim is not None:
+            self._sim.__exit__(None, None, None)
+            self._sim = None
+
+    def error(self, reason: str) -> None:
+        """The safe state: e-stop latched (hold or torque off, as configured)."""
+        self.active = False
+        if self.controller is not None:
+            self.controller.estop(reason)
+            self.controller.step()
+
+    # loop ----------------------------------------------------------------------------------
+    def step(self) -> None:
+        ctl = self.controller
+        if ctl is None:
+            return
+        reading = ctl.step()
+        js = reading.joint_state
+        if js is not None:
+            self._js.publish(js)
+        now = self.clock.now()
+        if now >= self._next_diag:
+            self._next_diag = now + self.diagnostics_period_s
+            self._diag.publish(arm_diagnostics(reading, now))
+
+    # inputs --------------------------------------------------------------------------------
+    def _on_command(self, cmd: JointCommand) -> None:
+        ctl = self.controller
+        why = ""
+        if ctl is None or not self.active:
+            why = "the arm is not active"
+        else:
+            try:
+                ctl.command(dict(zip(cmd.name, cmd.position, strict=True)), source=cmd.source,
+                            max_velocity=cmd.max_velocity or None)
+            except Exception as e:  # unsafe / e-stop latched: refused, never raised
+                why = str(e)
+        if why:
+            self.refused += 1
+            self.last_refusal = why
+            log.warning("arm: refused a joint command from %s: %s", cmd.source, why)
+
+    def _srv_estop(self, _req: Any) -> dict[str, Any]:
+        if self.controller is None:
+            return {"success": False, "message": "arm is not configured"}
+        self.controller.estop("e-stop service")
+        return {"success": True, "message": "e-stop latched"}
+
+    def _srv_reset(self, _req: Any) -> dict[str, Any]:
+        if self.controller is None:
+            return {"success": False, "message": "arm is not configured"}
+        was = self.controller.reset_estop()
+        return {"success": bool(was), "message": "e-stop released" if was
+                else "the e-stop was not latched"}
+
+    def _srv_torque(self, req: Mapping[str, Any]) -> dict[str, Any]:
+        if self.controller is None:
+            return {"success": False, "message": "arm is not configured"}
+        if req.get("data"):
+            self.controller.enable_torque()
+            return {"success": True, "message": "torque enabled"}
+        self.controller.disable_torque()
+        return {"success": True, "message": "torque disabled"}
+
+
+def arm_diagnostics(reading: Any, stamp: float) -> dict[str, Any]:
+    """An ``ArmReading`` as the DiagnosticArray payload (see convert.diagnostics_to_ros)."""
+    d = reading.diagnostics
+    levels = {"ok": 0, "warn": 1, "error": 2}
+    status = [{"name": "arm", "level": levels.get(d.level, 2), "message": d.message,
+               "hardware_id": "so101",
+               "values": {"mode": reading.mode, "estop": d.estop, "estop_reason": d.estop_reason,
+                          "watchdog_expired": d.watchdog_expired,
+                          "consecutive_faults": d.consecutive_faults,
+                          **{f"bus.{k}": v for k, v in d.bus.items()}}}]
+    for s in d.servos:
+        status.append({"name": f"arm/{s.joint}", "level": levels.get(s.level, 2),
+                       "message": s.message, "hardware_id": f"servo {s.servo_id}",
+                       "values": {"voltage_v": s.voltage_v, "temperature_c": s.temperature_c,
+                                  "load": s.load, "moving": s.moving}})
+    return {"stamp": stamp, "status": status}
+
+
+def build_arm_core(clock: Clock, bus: Bus | None = None, **kw: Any) -> NodeCore:
+    bus = bus or Bus()
+    core = ArmCore(bus, clock, **kw)
+    return NodeCore(bus, graph.arm_node(), [Loop("control", 0.02, core.step)],
+                    shutdown=core.cleanup, parts={"arm": core})
+
+
+# ------------------------------------------------------------------------------------------
+# simulator
+# ------------------------------------------------------------------------------------------
+def build_sim_core(clock: Clock, cfg: AgentConfig, *, seed: int = 0, grasp_fail_p: float = 0.0,
+                   slip_p: float = 0.0, bus: Bus | None = None) -> NodeCore:
+    from ..arm.kinematics import ArmModel
+    from ..sim.component import SimRates, SimWorldComponent
+    from ..sim.faults import FaultConfig, FaultInjector
+    from ..sim.render import Renderer, VisualStyle
+    from ..sim.world import World
+
+    bus = bus or Bus()
+    model = ArmModel.default()
+    faults = FaultConfig(grasp_fail_p=float(grasp_fail_p), slip_p=float(slip_p))
+    world = World(model, faults=FaultInjector(faults, seed), seed=seed)
+    renderer = Renderer(model, VisualStyle())
+    sim = SimWorldComponent(bus, clock, world, renderer, SimRates())
+    period = cfg.control_period_s
+    return NodeCore(bus, graph.sim_node(tuple(renderer.cameras)),
+                    [Loop("world", period, lambda: sim.step(period))],
+                    start=sim.publish_now, shutdown=sim.close,
+                    parts={"sim": sim, "world": world, "renderer": renderer})
+
+
+# ------------------------------------------------------------------------------------------
+# skills
+# ------------------------------------------------------------------------------------------
+def tool_set(name: str) -> dict[str, Any]:
+    """The tools a skills node serves: ``tidy`` (the tidy-up controller's) or ``toy`` (the
+    documented test tools)."""
+    if name == "toy":
+        from ..testing.harness import DEFAULT_TOOLS
+
+        return dict(DEFAULT_TOOLS)
+    if name == "tidy":
+        from ..system import tidy_tools
+
+        return tidy_tools()
+    raise ConfigError("tool_set", f"{name!r} is not one of tidy, toy")
+
+
+def tool_names(name: str) -> list[str]:
+    return list(tool_set(name))
+
+
+def build_skills_core(clock: Clock, cfg: AgentConfig, *, tools: str = "tidy",
+                      bus: Bus | None = None) -> NodeCore:
+    from ..arm.kinematics import ArmModel
+    from ..core.executor import SkillExecutor
+    from ..core.skill import TrackerRequest
+    from ..perception.tracker import ColorTrackers
+    from ..sim.render import Renderer
+    from ..skills.ports import ArmPort, CameraPort
+
+    bus = bus or Bus()
+    model = ArmModel.default()
+    renderer = Renderer(model)
+    cameras = list(cfg.cameras)
+    arm = ArmPort(bus, clock, model)
+    # camera geometry (pixel <-> table) from the URDF's camera frames
+    cams = CameraPort(bus, {c: renderer.camera(c) for c in cameras
+                            if c in renderer.cameras})
+    for c in cameras:  # a camera without a model still delivers frames
+        if c not in cams.models:
+            cams._subs[c] = bus.subscribe(names.image_topic(c), names.T_IMAGE,
+                                          qos=QoS(depth=1), node="skills")
+    trackers = ColorTrackers(bus, overlay_sink=None)
+    executor = SkillExecutor(bus, clock, tool_set(tools),
+                             {"arm": arm, "cameras": cams, "trackers": trackers, "robot": None},
+                             trackers=trackers)
+
+    def seed(req: Mapping[str, Any]) -> dict[str, Any]:
+        fld = str(req.get("field", ""))
+        if req.get("stop"):
+            trackers.stop(fld)
+            return {"ok": True, "reason": f"stopped {fld}"}
+        try:
+            pt = req.get("point") or (0.0, 0.0)
+            res = trackers.start(TrackerRequest(fld, str(req.get("camera", "")), "point",
+                                                dict(req.get("params", {}))),
+                                 (float(pt[0]), float(pt[1])))
+        except Exception as e:
+            return {"ok": False, "reason": str(e), "area_fraction": None, "box": None}
+        return {"ok": True, "reason": "", "area_fraction": res.area_fraction, "box": res.box}
+
+    bus.create_service(names.TRACKER_SEED, graph.T_SEED_TRACKER, seed, node="skills")
+    period = cfg.control_period_s
+
+    def control() -> None:
+        trackers.update()
+        executor.tick()
+
+    def shutdown() -> None:
+        # every goal ends with a result: running ones stop, queued ones are refused
+        executor.advance_generation("node shutting down")
+        executor.tick()
+
+    return NodeCore(bus, graph.skills_node(list(executor.tools), cameras),
+                    [Loop("control", period, control)], shutdown=shutdown,
+                    parts={"executor": executor, "trackers": trackers, "arm": arm})
+
+
+# ------------------------------------------------------------------------------------------
+# monitor
+# ------------------------------------------------------------------------------------------
+def build_monitor_core(clock: Clock, cfg: AgentConfig, *, bus: Bus | None = None,
+                       log_root: str = "",
+                       catalogue: Sequence[Mapping[str, Any]] | None = None) -> NodeCore:
+    """The monitor engine.  It reads the tool catalogue (the monitor questions) when it is
+    built, so without ``catalogue`` it is built at ``start`` (after the bridge is up, retried
+    by the node until ``skills/catalogue`` answers)."""
+    from ..arm.kinematics import ArmModel
+    from ..core import monitor as monitor_mod
+    from ..skills.arm_skills import StallTripwire
+    from ..skills.ports import ArmPort
+
+    bus = bus or Bus()
+    arm = ArmPort(bus, clock, ArmModel.default(), node="monitor")
+    recorder = None
+    if log_root:
+        from ..core.episode_log import Recorder
+
+        recorder = Recorder(Path(log_root), clock, "monitor")
+    parts: dict[str, Any] = {"monitor": None, "arm": arm}
+
+    def build() -> None:
+        if parts["monitor"] is not None:
+            return
+        builder = getattr(monitor_mod, "build_monitor", None)
+        if builder is not None:
+            parts["monitor"] = builder(
+                bus=bus, clock=clock, config=cfg, tripwire=StallTripwire(arm), trackers=None,
+                log_provider=lambda: None if recorder is None else recorder.current,
+                readings=arm.readings, catalogue=catalogue)
+        else:  # an older core without the factory: the tripwires alone
+            from ..core.config import MonitorConfig
+
+            engine = monitor_mod.MonitorEngine(
+                bus, clock, cfg.monitor or MonitorConfig(), None, cameras=list(cfg.cameras),
+                check_agent_action=StallTripwire(arm))
+            engine.start()
+            parts["monitor"] = engine
+        if parts["monitor"] is None:
+            log.info("monitor: agent.monitor is null; publishing no verdicts")
+
+    def tick() -> None:
+        engine = parts["monitor"]
+        if engine is not None:
+            engine.tick()
+
+    def shutdown() -> None:
+        engine = parts["monitor"]
+        if engine is not None:
+            engine.shutdown()
+        if recorder is not None:
+            recorder.close()
+
+    if catalogue is not None:
+        build()
+    return NodeCore(bus, graph.monitor_node(list(cfg.cameras)),
+                    [Loop("monitor", cfg.control_period_s, tick)], start=build,
+                    shutdown=shutdown, parts=parts)
+
+
+# ------------------------------------------------------------------------------------------
+# planner
+# ------------------------------------------------------------------------------------------
+def plan_markers(state: AgentState, unproject: Callable[[str, float, float], Any] | None,
+                 image_points: Mapping[str, Sequence[str]], cameras: Mapping[str, str],
+                 frame_id: str = "world") -> list[dict[str, Any]]:
+    """rviz markers for the plan: a sphere per step target (image points mapped onto the table
+    plane), coloured by status, and a text listing the plan above the table."""
+    colours = {"pending": (0.6, 0.6, 0.6, 0.9), "running": (1.0, 0.8, 0.0, 1.0),
+               "done": (0.1, 0.8, 0.2, 0.9), "failed": (0.9, 0.1, 0.1, 1.0),
+               "skipped": (0.4, 0.4, 0.4, 0.5)}
+    out: list[dict[str, Any]] = [{"delete_all": True, "ns": "plan", "id": 0,
+                                  "frame_id": frame_id, "stamp": state.stamp}]
+    lines = [f"[{state.status}] {state.task}"[:120]]
+    for i, step in enumerate(state.plan):
+        status = str(step.get("status", "pending"))
+        tool = step.get("tool") or ""
+        lines.append(f"{step.get('step', i + 1)}. [{status}] {step.get('description', '')}"[:100])
+        args = step.get("args") or {}
+        if not tool or unproject is None:
+            continue
+        for p in image_points.get(tool, ()):
+            pt = args.get(p)
+            if not (isinstance(pt, (list, tuple)) and len(pt) == 2):
+                continue
+            try:
+                xyz = unproject(cameras.get(tool, "overhead"), float(pt[0]), float(pt[1]))
+            except Exception:
+                continue
+            out.append({"ns": "targets", "id": 100 + i, "type": "sphere", "frame_id": frame_id,
+                        "stamp": state.stamp,
+                        "position": (float(xyz[0]), float(xyz[1]), float(xyz[2]) + 0.01),
+                        "scale": (0.03, 0.03, 0.03), "color": colours.get(status,
+                                                                          colours["pending"])})
+            out.append({"ns": "target_labels", "id": 200 + i, "type": "text",
+                        "frame_id": frame_id, "stamp": state.stamp,
+                        "position": (float(xyz[0]), float(xyz[1]), float(xyz[2]) + 0.06),
+                        "scale": (0.0, 0.0, 0.025), "color": (1.0, 1.0, 1.0, 1.0),
+                        "text": f"{i + 1}. {tool}"})
+    out.append({"ns": "plan", "id": 1, "type": "text", "frame_id": frame_id,
+                "stamp": state.stamp, "position": (0.25, -0.45, 0.35),
+                "scale": (0.0, 0.0, 0.02), "color": (1.0, 1.0, 1.0, 1.0),
+                "text": "\n".join(lines)})
+    return out
+
+
+NO_VISION = ("observe_scene is not offered: no vision backend is configured "
+             "(agent.runtime.vision: none)")
+
+
+def build_planner_core(clock: Clock, cfg: AgentConfig, *, provider: Any = None,
+                       bus: Bus | None = None, log_root: str = "",
+                       planner_name: str | None = None) -> NodeCore:
+    from ..arm.kinematics import ArmModel
+    from ..core.planner import InlineCaller, Planner, ThreadCaller
+    from ..sim.render import Renderer
+    from ..skills.ports import ArmPort
+    from ..system import OFFLINE_PLANNERS, build_planner_provider
+
+    bus = bus or Bus()
+    model = ArmModel.default()
+    arm = ArmPort(bus, clock, model, node="planner")
+    prov = provider or build_planner_provider(cfg, planner_name)
+    offline = getattr(prov, "name", "") in OFFLINE_PLANNERS
+    recorder = None
+    if log_root:
+        from ..core.episode_log import Recorder
+
+        recorder = Recorder(Path(log_root), clock, "ros")
+    planner = Planner(bus, clock, cfg, prov, recorder=recorder,
+                      caller=InlineCaller() if offline else ThreadCaller(),
+                      readings=arm.readings)
+    if not bus.has_service(names.OBSERVE_SCENE):
+        bus.create_service(names.OBSERVE_SCENE, names.T_OBSERVE_SCENE,
+                           lambda req: {"ok": False, "error": NO_VISION,
+                                        "focus": str(req.get("focus", "")).strip()},
+                           node="planner")
+    renderer = Renderer(model)
+    markers = bus.publisher(names.AGENT_MARKERS, names.T_MARKERS, LATCHED, node="planner")
+
+    def on_state(state: AgentState) -> None:
+        try:
+            specs = planner._specs or {}
+            pts = {n: s.image_points for n, s in specs.items()}
+            cams = {n: s.camera or "overhead" for n, s in specs.items()}
+
+            def unproject(cam: str, u: float, v: float) -> Any:
+                return renderer.unproject(u, v, 0.0, camera=cam)
+
+            markers.publish(plan_markers(state, unproject, pts, cams))
+        except Exception as e:  # markers are a view: never fail the planner
+            log.debug("planner: markers failed: %s", e)
+
+    bus.subscribe(names.AGENT_STATE, names.T_AGENT_STATE, on_state, LATCHED, node="planner")
+
+    def shutdown() -> None:
+        planner.shutdown()
+        if recorder is not None:
+            recorder.close()
+
+    def start() -> None:
+        publish = getattr(planner, "_publish_state", None)
+        if publish is not None:  # a late viewer (transient local) sees "idle" at once
+            publish()
+
+    return NodeCore(bus, graph.planner_node(list(cfg.cameras), []),
+                    [Loop("planner", cfg.control_period_s, planner.tick)], start=start,
+                    shutdown=shutdown, parts={"planner": planner, "arm": arm})
+
+
+__all__ = ["ArmCore", "Loop", "NodeCore", "arm_diagnostics", "build_arm_core",
+           "build_camera_core", "build_monitor_core", "build_planner_core", "build_sim_core",
+           "build_skills_core", "guess_intrinsics", "load_config", "plan_markers", "tool_names",
+           "tool_set"]

@@ -1,0 +1,404 @@
+"""The ROS 2 node graph as data, without ROS: every node's endpoints with names, types and QoS.
+
+The node shells (``solarian_agent.ros.*_node``) create exactly the endpoints declared here (the
+bridge reads these specs), and the launch files start the nodes listed by
+:mod:`solarian_agent.ros.launch_plan`, so the graph contract test can check, without ROS, that
+every subscription has a publisher of the same type with compatible QoS, every service and
+action client has a server, and the names are those of :mod:`solarian_agent.core.names` that
+the in-process run uses.
+
+Endpoint kinds, seen from the node: ``publisher``, ``subscription``, ``service`` (the node
+serves it), ``client``, ``action_server``, ``action_client``.  ``bridged`` endpoints are
+forwarded between the node's private in-process Bus (where its core component lives) and
+rclpy; the others are served by the shell itself (lifecycle, e-stop, the chat client).
+
+QoS: the core's :class:`~solarian_agent.core.transport.QoS` (depth, reliable / best effort,
+volatile / transient local), mapped 1:1 onto rclpy profiles with KEEP_LAST history.  Camera
+images are best effort (sensor data) and so are their subscriptions; latched topics (agent
+state, camera_info, the generation) are transient local.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ..core import names
+from ..core.transport import LATCHED, SENSOR_DATA, QoS
+from . import convert as cv
+
+KINDS = ("publisher", "subscription", "service", "client", "action_server", "action_client")
+
+RELIABLE = QoS(depth=10)  # reliable, volatile, keep last 10 (rclpy's default profile)
+LATEST = QoS(depth=1)
+SKILL_EVENTS_QOS = QoS(depth=200)
+VERDICTS_QOS = QoS(depth=100)
+OPERATOR_QOS = QoS(depth=100)
+
+# names the package adds to core.names for the graph only (the arm's lifecycle extras)
+SET_TORQUE = "set_torque"
+T_SIM_TRUTH = cv.T_SIM_TRUTH
+T_SIM_RESET = cv.T_SIM_RESET
+T_INJECT_FAULT = cv.T_INJECT_FAULT
+T_SEED_TRACKER = cv.T_SEED_TRACKER
+T_SET_BOOL = cv.T_SET_BOOL
+
+# topics an operator's tool publishes (the chat client; a panel or teleop may too): a launch
+# graph need not contain their publisher, the package must have one.
+EXTERNAL_INPUTS: dict[str, str] = {
+    names.OPERATOR_EVENTS: "the operator's tools (chat client: /takeover, /stop)",
+}
+
+DEFAULT_SIM_CAMERAS = ("overhead", "wrist")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    kind: str
+    name: str
+    type: str
+    qos: QoS | None = None
+    bridged: bool = True
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"endpoint kind {self.kind!r} is not one of {KINDS}")
+        if self.name.startswith("/"):
+            raise ValueError(f"endpoint {self.name!r}: names are relative so namespaces apply")
+        if self.kind in ("publisher", "subscription") and self.qos is None:
+            raise ValueError(f"topic endpoint {self.name!r} needs a QoS")
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    executable: str
+    name: str
+    endpoints: tuple[Endpoint, ...]
+    lifecycle: bool = False
+    description: str = ""
+    parameters: dict[str, str] = field(default_factory=dict)  # name -> documentation
+
+    def of(self, kind: str) -> list[Endpoint]:
+        return [e for e in self.endpoints if e.kind == kind]
+
+
+def _pub(name: str, t: str, qos: QoS, bridged: bool = True) -> Endpoint:
+    return Endpoint("publisher", name, t, qos, bridged)
+
+
+def _sub(name: str, t: str, qos: QoS, bridged: bool = True) -> Endpoint:
+    return Endpoint("subscription", name, t, qos, bridged)
+
+
+def _srv(name: str, t: str, bridged: bool = True) -> Endpoint:
+    return Endpoint("service", name, t, None, bridged)
+
+
+def _cli(name: str, t: str, bridged: bool = True) -> Endpoint:
+    return Endpoint("client", name, t, None, bridged)
+
+
+def _camera_pubs(cameras: Iterable[str]) -> list[Endpoint]:
+    out = []
+    for c in cameras:
+        out.append(_pub(names.image_topic(c), names.T_IMAGE, SENSOR_DATA))
+        out.append(_pub(names.camera_info_topic(c), names.T_CAMERA_INFO, LATCHED))
+    return out
+
+
+def _image_subs(cameras: Iterable[str]) -> list[Endpoint]:
+    return [_sub(names.image_topic(c), names.T_IMAGE, SENSOR_DATA) for c in cameras]
+
+
+COMMON_PARAMETERS = {
+    "config_file": "YAML file with the agent: block (config/controller.yaml); validated as in "
+                   "the core",
+    "cameras": "camera names (default: agent.cameras of the config file)",
+    "control_period_s": "the node's loop period (default: agent.control_period_s)",
+}
+
+
+# ------------------------------------------------------------------------------------------
+# the nodes
+# ------------------------------------------------------------------------------------------
+def camera_node(camera: str) -> NodeSpec:
+    return NodeSpec(
+        "camera_node", f"camera_{camera}", tuple(_camera_pubs([camera])),
+        description="One camera (OpenCV backend): image_raw (sensor-data QoS) and camera_info.",
+        parameters={"camera": "the camera's name (topic prefix)",
+                    "source": "device index, /dev/video* path or a video file",
+                    "width": "capture width (0 = the device's)",
+                    "height": "capture height (0 = the device's)",
+                    "fps": "capture rate (0 = the device's)", "frame_id": "TF frame",
+                    "fx": "intrinsics (0 = a 60 degree guess)", "fy": "", "cx": "", "cy": "",
+                    "d": "distortion coefficients (plumb_bob)"})
+
+
+def arm_node() -> NodeSpec:
+    return NodeSpec(
+        "arm_node", "arm",
+        (
+            _pub(names.JOINT_STATES, names.T_JOINT_STATE, RELIABLE),
+            _pub(names.DIAGNOSTICS, names.T_DIAGNOSTICS, RELIABLE),
+            _sub(names.JOINT_COMMANDS, names.T_JOINT_COMMAND, RELIABLE),
+            _srv(names.ESTOP, names.T_TRIGGER),
+            _srv(names.ESTOP_RESET, names.T_TRIGGER),
+            _srv(SET_TORQUE, T_SET_BOOL),
+        ),
+        lifecycle=True,
+        description="The SO-101 hardware interface (Feetech bus), a lifecycle node: configure "
+                    "opens the bus and reads the calibration, activate enables torque and starts "
+                    "the control loop, deactivate holds, an error goes safe (e-stop latched).",
+        parameters={"arm_config": "config/arm_so101.yaml (port, rate, calibration)",
+                    "port": "serial port (overrides the YAML)",
+                    "command_timeout_s": "the command watchdog (hold when no command arrives)",
+                    "estop_action": "hold | torque_off", "simulated_bus": "use the simulated "
+                    "servo bus on a pseudo-terminal (tests)"})
+
+
+def sim_node(cameras: Sequence[str] = DEFAULT_SIM_CAMERAS) -> NodeSpec:
+    return NodeSpec(
+        "sim_node", "sim_world",
+        (
+            _pub(names.JOINT_STATES, names.T_JOINT_STATE, RELIABLE),
+            *_camera_pubs(cameras),
+            _pub(names.SIM_TRUTH, T_SIM_TRUTH, LATCHED),
+            _sub(names.JOINT_COMMANDS, names.T_JOINT_COMMAND, RELIABLE),
+            _srv(names.SIM_RESET, T_SIM_RESET),
+            _srv(names.SIM_INJECT_FAULT, T_INJECT_FAULT),
+        ),
+        description="The tabletop simulator in place of the camera and arm drivers (same topic "
+                    "names), plus ground truth, reset and fault injection.",
+        parameters={"seed": "the first episode's layout seed",
+                    "grasp_fail_p": "probability a grasp fails (injected fault)",
+                    "slip_p": "probability a held object slips"})
+
+
+def skills_node(tools: Sequence[str], cameras: Sequence[str]) -> NodeSpec:
+    eps: list[Endpoint] = [Endpoint("action_server", names.skill_action(t),
+                                    names.T_SKILL_ACTION) for t in tools]
+    eps += [
+        _srv(names.TOOL_CATALOGUE, names.T_TOOL_CATALOGUE),
+        _srv(names.EXECUTOR_ADVANCE, names.T_ADVANCE_GENERATION),
+        _srv(names.SKILL_CONCLUDE, names.T_CONCLUDE),
+        _srv(names.TRACKER_SEED, T_SEED_TRACKER),
+        _pub(names.SKILL_EVENTS, names.T_AGENT_EVENT, SKILL_EVENTS_QOS),
+        _pub(names.EXECUTOR_GENERATION, names.T_GENERATION, LATCHED),
+        _pub(names.JOINT_COMMANDS, names.T_JOINT_COMMAND, RELIABLE),
+        _sub(names.JOINT_STATES, names.T_JOINT_STATE, LATEST),
+        _sub(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, OPERATOR_QOS),
+        *_image_subs(cameras),
+    ]
+    return NodeSpec(
+        "skills_node", "skills", tuple(eps),
+        description="The skill executor: one action server per tool (skills/<tool>), one goal "
+                    "at a time per arm, the generation checked on every goal, cancels honoured "
+                    "at the next control tick; the tool catalogue and tracker seeding.",
+        parameters={"tool_set": "tidy (the tidy-up tools) | toy (test tools)"})
+
+
+def monitor_node(cameras: Sequence[str]) -> NodeSpec:
+    return NodeSpec(
+        "monitor_node", "monitor",
+        (
+            _pub(names.MONITOR_VERDICTS, names.T_MONITOR_VERDICT, VERDICTS_QOS),
+            *_image_subs(cameras),
+            _sub(names.JOINT_STATES, names.T_JOINT_STATE, LATEST),
+            _sub(names.SKILL_EVENTS, names.T_AGENT_EVENT, SKILL_EVENTS_QOS),
+            _cli(names.TOOL_CATALOGUE, names.T_TOOL_CATALOGUE),
+        ),
+        description="The monitor engine: samples the cameras and joint states at its period, "
+                    "judges running actions with the vision model, publishes verdicts.")
+
+
+def planner_node(cameras: Sequence[str], tools: Sequence[str]) -> NodeSpec:
+    eps: list[Endpoint] = [
+        _pub(names.AGENT_STATE, names.T_AGENT_STATE, LATCHED),
+        _pub(names.AGENT_EVENTS, names.T_AGENT_EVENT, SKILL_EVENTS_QOS),
+        _pub(names.AGENT_VIEW, names.T_IMAGE, LATCHED),
+        _pub(names.AGENT_MARKERS, names.T_MARKERS, LATCHED),
+        *_image_subs(cameras),
+        _sub(names.JOINT_STATES, names.T_JOINT_STATE, LATEST),
+        _sub(names.SKILL_EVENTS, names.T_AGENT_EVENT, SKILL_EVENTS_QOS),
+        _sub(names.MONITOR_VERDICTS, names.T_MONITOR_VERDICT, VERDICTS_QOS),
+        _sub(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, OPERATOR_QOS),
+        _sub(names.EXECUTOR_GENERATION, names.T_GENERATION, LATCHED),
+        _srv(names.AGENT_MESSAGE, names.T_AGENT_COMMAND),
+        _srv(names.AGENT_CANCEL, names.T_AGENT_COMMAND),
+        _srv(names.AGENT_RESET, names.T_AGENT_COMMAND),
+        _srv(names.OBSERVE_SCENE, names.T_OBSERVE_SCENE),
+        _cli(names.TOOL_CATALOGUE, names.T_TOOL_CATALOGUE),
+        _cli(names.EXECUTOR_ADVANCE, names.T_ADVANCE_GENERATION),
+        _cli(names.SKILL_CONCLUDE, names.T_CONCLUDE),
+    ]
+    eps += [Endpoint("action_client", names.skill_action(t), names.T_SKILL_ACTION)
+            for t in tools]
+    return NodeSpec(
+        "planner_node", "planner", tuple(eps),
+        description="The planner harness with its model: chat and operator input, agent state "
+                    "(transient local), events, agent/view, rviz markers of the plan's targets; "
+                    "sends skill goals carrying the generation.",
+        parameters={"tools": "skill tools to create action clients for (default: ask "
+                              "skills/catalogue at start-up)",
+                    "log_root": "episode log directory ('' = no logs)",
+                    "catalogue_timeout_s": "how long to wait for skills/catalogue at start-up"})
+
+
+def chat_node() -> NodeSpec:
+    return NodeSpec(
+        "chat", "chat",
+        (
+            _cli(names.AGENT_MESSAGE, names.T_AGENT_COMMAND, bridged=False),
+            _cli(names.AGENT_CANCEL, names.T_AGENT_COMMAND, bridged=False),
+            _cli(names.AGENT_RESET, names.T_AGENT_COMMAND, bridged=False),
+            _sub(names.AGENT_STATE, names.T_AGENT_STATE, LATCHED, bridged=False),
+            _sub(names.AGENT_EVENTS, names.T_AGENT_EVENT, SKILL_EVENTS_QOS, bridged=False),
+            _pub(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, OPERATOR_QOS, bridged=False),
+        ),
+        description="A terminal chat client against the running graph: type a task; /cancel, "
+                    "/reset, /takeover, /quit.")
+
+
+def bag_player(topics: Sequence[tuple[str, str, QoS]]) -> NodeSpec:
+    """``ros2 bag play``: publishes the recorded topics with their recorded QoS."""
+    return NodeSpec("ros2 bag play", "rosbag2_player",
+                    tuple(_pub(n, t, q, bridged=False) for n, t, q in topics),
+                    description="rosbag2 player")
+
+
+def replay_topics(cameras: Sequence[str]) -> list[tuple[str, str, QoS]]:
+    """What replay.launch.py plays into the monitor (and how the graph published it)."""
+    out = [(names.image_topic(c), names.T_IMAGE, SENSOR_DATA) for c in cameras]
+    out += [(names.JOINT_STATES, names.T_JOINT_STATE, RELIABLE),
+            (names.SKILL_EVENTS, names.T_AGENT_EVENT, SKILL_EVENTS_QOS)]
+    return out
+
+
+SPEC_BUILDERS = {
+    "camera_node": camera_node, "arm_node": arm_node, "sim_node": sim_node,
+    "skills_node": skills_node, "monitor_node": monitor_node, "planner_node": planner_node,
+    "chat": chat_node,
+}
+EXECUTABLES = tuple(SPEC_BUILDERS)
+
+
+def recorded_topics(cameras: Sequence[str], sim: bool) -> list[str]:
+    """Every topic the graph publishes (what record:=true writes to the bag)."""
+    topics = [names.JOINT_STATES, names.JOINT_COMMANDS, names.SKILL_EVENTS,
+              names.EXECUTOR_GENERATION, names.MONITOR_VERDICTS, names.AGENT_STATE,
+              names.AGENT_EVENTS, names.AGENT_VIEW, names.AGENT_MARKERS, names.OPERATOR_EVENTS]
+    for c in cameras:
+        topics += [names.image_topic(c), names.camera_info_topic(c)]
+    topics.append(names.SIM_TRUTH if sim else names.DIAGNOSTICS)
+    return topics
+
+
+# ------------------------------------------------------------------------------------------
+# checking a graph
+# ------------------------------------------------------------------------------------------
+def qos_problem(pub: QoS, sub: QoS) -> str:
+    """'' when a publisher with ``pub`` matches a subscription with ``sub`` (ROS 2 rules)."""
+    if pub.best_effort and not sub.best_effort:
+        return "the publisher is best effort but the subscription wants reliable"
+    if sub.transient_local and not pub.transient_local:
+        return "the subscription wants transient local but the publisher is volatile"
+    return ""
+
+
+def expand(name: str, namespace: str = "") -> str:
+    """A relative ROS name in a namespace -> its fully qualified name."""
+    if name.startswith("/"):
+        return name
+    ns = "/" + namespace.strip("/") if namespace.strip("/") else ""
+    return f"{ns}/{name}"
+
+
+def resolve(name: str, namespace: str = "", remappings: Iterable[tuple[str, str]] = ()) -> str:
+    full = expand(name, namespace)
+    for src, dst in remappings:
+        if expand(src, namespace) == full:
+            return expand(dst, namespace)
+    return full
+
+
+@dataclass(frozen=True)
+class LaunchedNode:
+    """A node as a launch file starts it: its spec, namespace and remappings."""
+
+    spec: NodeSpec
+    name: str = ""
+    namespace: str = ""
+    remappings: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def label(self) -> str:
+        return expand(self.name or self.spec.name, self.namespace)
+
+    def resolved(self) -> list[tuple[Endpoint, str]]:
+        return [(e, resolve(e.name, self.namespace, self.remappings))
+                for e in self.spec.endpoints]
+
+
+def check_graph(nodes: Sequence[LaunchedNode], externals: Sequence[NodeSpec] = ()
+                ) -> list[str]:
+    """Every problem of a graph, as sentences ([] = consistent).
+
+    ``externals`` are executables of the package not in this launch (the chat client): a
+    subscription of an :data:`EXTERNAL_INPUTS` topic may be fed by one of them instead."""
+    problems: list[str] = []
+    by_kind: dict[str, dict[str, list[tuple[LaunchedNode, Endpoint]]]] = {
+        k: {} for k in KINDS}
+    for n in nodes:
+        for e, full in n.resolved():
+            by_kind[e.kind].setdefault(full, []).append((n, e))
+    ext_pubs = {expand(e.name): e for s in externals for e in s.of("publisher")}
+
+    pubs = by_kind["publisher"]
+    for topic, ps in pubs.items():
+        types = {e.type for _, e in ps}
+        if len(types) > 1:
+            problems.append(f"topic {topic}: publishers disagree on the type: {sorted(types)}")
+    for topic, subs in by_kind["subscription"].items():
+        for n, s in subs:
+            ps = pubs.get(topic, [])
+            if not ps:
+                rel = topic.rsplit("/", 1)[-1]
+                ext = next((k for k in EXTERNAL_INPUTS if topic.endswith("/" + k)), None)
+                if ext is not None and expand(ext) in ext_pubs:
+                    continue
+                problems.append(f"{n.label} subscribes {topic} ({s.type}) but nothing in the "
+                                f"graph publishes it ({rel})")
+                continue
+            for pn, p in ps:
+                if p.type != s.type:
+                    problems.append(f"{n.label} subscribes {topic} as {s.type} but {pn.label} "
+                                    f"publishes {p.type}")
+                    continue
+                assert p.qos is not None and s.qos is not None
+                why = qos_problem(p.qos, s.qos)
+                if why:
+                    problems.append(f"{topic}: {pn.label} -> {n.label} do not match: {why}")
+    for server_kind, client_kind, what in (("service", "client", "service"),
+                                           ("action_server", "action_client", "action")):
+        servers = by_kind[server_kind]
+        for name, ss in servers.items():
+            if len(ss) > 1:
+                problems.append(f"{what} {name} has {len(ss)} servers: "
+                                f"{', '.join(n.label for n, _ in ss)}")
+        for name, cs in by_kind[client_kind].items():
+            for n, c in cs:
+                ss = servers.get(name, [])
+                if not ss:
+                    problems.append(f"{n.label} calls {what} {name} ({c.type}) but no node in "
+                                    "the graph serves it")
+                elif ss[0][1].type != c.type:
+                    problems.append(f"{n.label} calls {what} {name} as {c.type} but "
+                                    f"{ss[0][0].label} serves {ss[0][1].type}")
+    return problems
+
+
+__all__ = ["EXECUTABLES", "EXTERNAL_INPUTS", "LATCHED", "LATEST", "RELIABLE", "SENSOR_DATA",
+           "Endpoint", "LaunchedNode", "NodeSpec",
+           "SPEC_BUILDERS", "arm_node", "bag_player", "camera_node", "chat_node", "check_graph",
+           "expand", "monitor_node", "planner_node", "qos_problem", "recorded_topics",
+           "replay_topics", "resolve", "sim_node", "skills_node"]

@@ -1,0 +1,271 @@
+"""What the launch files start, as data (no ROS imports): nodes, parameters, processes.
+
+``launch/sim.launch.py``, ``robot.launch.py`` and ``replay.launch.py`` declare the arguments
+listed here and, in an OpaqueFunction, turn :func:`sim_plan` / :func:`robot_plan` /
+:func:`replay_plan` into ``launch_ros`` Nodes and ``ExecuteProcess`` actions with
+:func:`to_launch_actions`.  The graph contract test runs the real launch files against stand-in
+``launch`` modules and checks the graph they start (:func:`spec_for`).  docs/ros.md documents
+the same arguments.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import graph
+
+PKG = "solarian_agent"
+
+
+@dataclass(frozen=True)
+class Arg:
+    name: str
+    default: str
+    description: str
+
+
+@dataclass
+class Planned:
+    """A node (``package`` / ``executable``) or, with ``cmd``, a process to run."""
+
+    package: str = PKG
+    executable: str = ""
+    name: str = ""
+    parameters: dict[str, Any] = field(default_factory=dict)
+    arguments: list[str] = field(default_factory=list)
+    remappings: list[tuple[str, str]] = field(default_factory=list)
+    cmd: list[str] = field(default_factory=list)
+
+
+COMMON_ARGS = (
+    Arg("namespace", "", "ROS namespace for every node of the graph"),
+    Arg("config_file", "", "the agent: block YAML (default: share/solarian_agent/config/"
+                           "controller.yaml)"),
+    Arg("tool_set", "tidy", "skill tools: tidy (the tidy-up controller) | toy (test tools)"),
+    Arg("planner_provider", "", "override agent.planner.provider (rules | anthropic | openai); "
+                                "'' = the config file's"),
+    Arg("log_root", "", "episode log directory for the planner ('' = no logs)"),
+    Arg("rviz", "false", "start rviz2 with config/agent.rviz"),
+    Arg("record", "false", "record every topic the graph publishes to an MCAP bag"),
+    Arg("bag", "", "bag directory for record:=true (default: solarian_<time>)"),
+)
+
+SIM_ARGS = COMMON_ARGS + (
+    Arg("seed", "0", "the simulator's first layout seed"),
+    Arg("grasp_fail_p", "0.0", "probability a grasp fails (injected fault)"),
+    Arg("slip_p", "0.0", "probability a held object slips (injected fault)"),
+)
+
+ROBOT_ARGS = COMMON_ARGS + (
+    Arg("cameras", "overhead=0,wrist=2", "camera name=source pairs (device index, /dev/video* "
+                                        "path or a video file)"),
+    Arg("arm_config", "", "arm YAML (default: share/solarian_agent/config/arm_so101.yaml)"),
+    Arg("port", "", "the servo bus's serial port ('' = the arm YAML's)"),
+    Arg("simulated_bus", "false", "simulated servos on a pseudo-terminal (no arm attached)"),
+)
+
+REPLAY_ARGS = (
+    Arg("bag", "", "the recorded bag to replay (required)"),
+    Arg("namespace", "", "ROS namespace the bag was recorded in"),
+    Arg("config_file", "", "the agent: block YAML with the monitor: settings to evaluate"),
+    Arg("tool_set", "tidy", "skill tools whose monitor questions are asked (catalogue)"),
+    Arg("rate", "1.0", "playback rate"),
+    Arg("delay", "3.0", "seconds before playback starts (lets the monitor come up)"),
+    Arg("log_root", "", "episode log directory for the monitor's ticks"),
+    Arg("record", "false", "record the replayed monitor's verdicts to out_bag"),
+    Arg("out_bag", "", "bag directory for record:=true (default: <bag>_verdicts)"),
+)
+
+LAUNCH_ARGS = {"sim": SIM_ARGS, "robot": ROBOT_ARGS, "replay": REPLAY_ARGS}
+
+
+def _true(v: Any) -> bool:
+    return str(v).strip().lower() in ("1", "true", "yes", "on")
+
+
+def _config(args: Mapping[str, str], share: Path) -> str:
+    return args.get("config_file") or str(share / "config" / "controller.yaml")
+
+
+def _urdf(share: Path) -> str:
+    path = share / "urdf" / "so101.urdf"
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
+def _agent_nodes(args: Mapping[str, str], share: Path) -> list[Planned]:
+    cfg = _config(args, share)
+    out = [Planned(executable="skills_node", name="skills",
+                   parameters={"config_file": cfg, "tool_set": args.get("tool_set", "tidy")})]
+    out.append(Planned(executable="monitor_node", name="monitor",
+                       parameters={"config_file": cfg, "log_root": args.get("log_root", "")}))
+    out.append(Planned(executable="planner_node", name="planner",
+                       parameters={"config_file": cfg,
+                                   "planner_provider": args.get("planner_provider", ""),
+                                   "log_root": args.get("log_root", "")}))
+    return out
+
+
+def _viewers(args: Mapping[str, str], share: Path, cameras: Sequence[str], sim: bool
+             ) -> list[Planned]:
+    out = [Planned(package="robot_state_publisher", executable="robot_state_publisher",
+                   name="robot_state_publisher",
+                   parameters={"robot_description": _urdf(share)})]
+    if _true(args.get("rviz", "false")):
+        out.append(Planned(package="rviz2", executable="rviz2", name="rviz",
+                           arguments=["-d", str(share / "config" / "agent.rviz")]))
+    if _true(args.get("record", "false")):
+        bag = args.get("bag") or f"solarian_{time.strftime('%Y%m%d_%H%M%S')}"
+        ns = args.get("namespace", "")
+        topics = [graph.expand(t, ns) for t in graph.recorded_topics(cameras, sim)]
+        out.append(Planned(cmd=["ros2", "bag", "record", "-s", "mcap", "-o", bag, *topics]))
+    return out
+
+
+def sim_plan(args: Mapping[str, str], share: Path) -> list[Planned]:
+    cfg = _config(args, share)
+    nodes = [Planned(executable="sim_node", name="sim_world",
+                     parameters={"config_file": cfg, "seed": int(args.get("seed", "0") or 0),
+                                 "grasp_fail_p": float(args.get("grasp_fail_p", "0") or 0),
+                                 "slip_p": float(args.get("slip_p", "0") or 0)})]
+    nodes += _agent_nodes(args, share)
+    return nodes + _viewers(args, share, graph.DEFAULT_SIM_CAMERAS, sim=True)
+
+
+def camera_sources(spec: str) -> list[tuple[str, str]]:
+    """'overhead=0,wrist=/dev/video2' -> [(overhead, 0), (wrist, /dev/video2)]."""
+    out = []
+    for item in spec.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, _, source = item.partition("=")
+        out.append((name.strip(), source.strip() or "0"))
+    return out
+
+
+def robot_plan(args: Mapping[str, str], share: Path) -> list[Planned]:
+    cams = camera_sources(args.get("cameras", "overhead=0,wrist=2"))
+    names_ = [c for c, _ in cams]
+    nodes = [Planned(executable="camera_node", name=f"camera_{c}",
+                     parameters={"camera": c, "source": s,
+                                 "frame_id": f"{c}_camera_optical"}) for c, s in cams]
+    nodes.append(Planned(executable="arm_node", name="arm", parameters={
+        "arm_config": args.get("arm_config") or str(share / "config" / "arm_so101.yaml"),
+        "port": args.get("port", ""), "simulated_bus": _true(args.get("simulated_bus", ""))}))
+    agents = _agent_nodes(args, share)
+    for n in agents:
+        n.parameters["cameras"] = ",".join(names_)
+    return nodes + agents + _viewers(args, share, names_, sim=False)
+
+
+def replay_plan(args: Mapping[str, str], share: Path, cameras: Sequence[str] | None = None
+                ) -> list[Planned]:
+    bag = args.get("bag", "")
+    if not bag:
+        raise ValueError("replay.launch.py needs bag:=<recorded bag directory>")
+    cfg = _config(args, share)
+    if cameras is None:
+        from .components import load_config
+
+        cameras = list(load_config(cfg).cameras)
+    ns = args.get("namespace", "")
+    topics = [graph.expand(t, ns) for t, _, _ in graph.replay_topics(cameras)]
+    out = [
+        Planned(cmd=["ros2", "bag", "play", bag, "--clock", "--rate", args.get("rate", "1.0"),
+                     "--delay", args.get("delay", "3.0"), "--topics", *topics]),
+        Planned(executable="skills_node", name="skills",
+                parameters={"config_file": cfg, "tool_set": args.get("tool_set", "tidy"),
+                            "use_sim_time": True}),
+        Planned(executable="monitor_node", name="monitor",
+                parameters={"config_file": cfg, "log_root": args.get("log_root", ""),
+                            "use_sim_time": True}),
+    ]
+    if _true(args.get("record", "false")):
+        out_bag = args.get("out_bag") or f"{bag.rstrip('/')}_verdicts"
+        out.append(Planned(cmd=["ros2", "bag", "record", "-s", "mcap", "-o", out_bag,
+                                graph.expand("monitor/verdicts", ns)]))
+    return out
+
+
+PLANS = {"sim": sim_plan, "robot": robot_plan, "replay": replay_plan}
+
+
+def to_launch_actions(plan: Sequence[Planned], namespace: str, *, Node: Any,  # noqa: N803
+                      ExecuteProcess: Any) -> list[Any]:  # noqa: N803
+    """launch_ros Nodes and launch ExecuteProcess actions for a plan (classes passed in)."""
+    actions = []
+    for p in plan:
+        if p.cmd:
+            actions.append(ExecuteProcess(cmd=list(p.cmd), output="screen"))
+            continue
+        kw: dict[str, Any] = {"package": p.package, "executable": p.executable,
+                              "name": p.name, "namespace": namespace, "output": "screen"}
+        if p.parameters:
+            kw["parameters"] = [dict(p.parameters)]
+        if p.arguments:
+            kw["arguments"] = list(p.arguments)
+        if p.remappings:
+            kw["remappings"] = list(p.remappings)
+        actions.append(Node(**kw))
+    return actions
+
+
+# ------------------------------------------------------------------------------------------
+# the graph a plan starts (for the contract test and docs)
+# ------------------------------------------------------------------------------------------
+def external_spec(package: str, executable: str, cameras: Sequence[str]) -> graph.NodeSpec:
+    """The endpoints of the non-package nodes the launch files start."""
+    if package == "robot_state_publisher":
+        return graph.NodeSpec(executable, "robot_state_publisher", (
+            graph.Endpoint("subscription", "joint_states", "sensor_msgs/msg/JointState",
+                           graph.RELIABLE, bridged=False),))
+    if package == "rviz2":  # the displays of config/agent.rviz
+        eps = [graph.Endpoint("subscription", f"{c}/image_raw", "sensor_msgs/msg/Image",
+                              graph.SENSOR_DATA, bridged=False) for c in cameras]
+        eps += [graph.Endpoint("subscription", "agent/view", "sensor_msgs/msg/Image",
+                               graph.LATEST, bridged=False),
+                graph.Endpoint("subscription", "agent/markers",
+                               "visualization_msgs/msg/MarkerArray", graph.RELIABLE,
+                               bridged=False)]
+        return graph.NodeSpec(executable, "rviz", tuple(eps))
+    raise KeyError(f"no spec for {package}/{executable}")
+
+
+def spec_for(package: str, executable: str, parameters: Mapping[str, Any],
+             graph_tools: Sequence[str], cameras: Sequence[str]) -> graph.NodeSpec:
+    """The spec of a launched node given its parameters (cameras and tools resolved the way
+    the node resolves them)."""
+    if package != PKG:
+        return external_spec(package, executable, cameras)
+    from .components import load_config, tool_names
+
+    params = dict(parameters)
+    if executable == "camera_node":
+        return graph.camera_node(str(params.get("camera", "overhead")))
+    if executable == "arm_node":
+        return graph.arm_node()
+    if executable == "sim_node":
+        return graph.sim_node(graph.DEFAULT_SIM_CAMERAS)
+    cams = [c for c in str(params.get("cameras", "")).split(",") if c] or list(
+        load_config(str(params.get("config_file", ""))).cameras)
+    if executable == "skills_node":
+        return graph.skills_node(tool_names(str(params.get("tool_set", "tidy"))), cams)
+    if executable == "monitor_node":
+        return graph.monitor_node(cams)
+    if executable == "planner_node":
+        tools = [t for t in str(params.get("tools", "")).split(",") if t] or list(graph_tools)
+        return graph.planner_node(cams, tools)
+    if executable == "chat":
+        return graph.chat_node()
+    raise KeyError(f"unknown executable {executable!r}")
+
+
+__all__ = ["Arg", "LAUNCH_ARGS", "PLANS", "Planned", "camera_sources", "external_spec",
+           "replay_plan", "robot_plan", "sim_plan", "spec_for", "to_launch_actions"]

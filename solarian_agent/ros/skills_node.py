@@ -1,0 +1,38 @@
+"""``skills_node``: the skill executor as ROS 2 action servers (``skills/<tool>``).
+
+One goal at a time per arm (the executor's resource claims), the generation checked on every
+goal (a stale one ends with outcome ``refused`` and the reason), cancels accepted and honoured
+at the next control tick, goals aborted with a result on shutdown.  Also serves
+``skills/catalogue``, ``skills/advance_generation``, ``skills/conclude`` and ``trackers/seed``,
+and publishes ``skills/events``, ``skills/generation`` and ``joint_commands``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from rclpy.node import Node
+
+from ..core.errors import ConfigError
+from . import common, components
+from .bridge import Bridge
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    common.init(args)
+    node = Node("skills")
+    try:
+        cfg = common.agent_config(node)
+        tools = str(common.declare(node, "tool_set", "tidy", "tidy | toy"))
+        timeout = float(common.declare(node, "service_timeout_s", 5.0))
+        core = components.build_skills_core(common.RosClock(node), cfg, tools=tools)
+    except ConfigError as e:
+        return common.config_error_exit(node, e)
+    bridge = Bridge(node, core.bus, service_timeout_s=timeout)
+    bridge.add(core.spec.endpoints)
+    return common.run(node, core, bridge, num_threads=max(8, len(core.spec.endpoints) // 2))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,343 @@
+"""A stand-in for the small part of rclpy the bridge uses, for testing the bridge's logic on a
+machine without ROS.  It is not rclpy: it delivers through one in-memory graph, runs callbacks
+on worker threads (like a MultiThreadedExecutor), serializes every message through CDR with
+the rosbags classes, and enforces what rclpy enforces where the bridge depends on it (a goal
+may only end CANCELED after a cancel was accepted; a service reply must be of the response
+type).  The real thing is exercised by the launch tests under colcon test.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import enum
+import itertools
+import threading
+import types
+import uuid
+from collections import defaultdict
+from typing import Any
+
+from solarian_agent.ros.interfaces import typestore
+
+
+class Future:
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self._result: Any = None
+        self._cbs: list[Any] = []
+        self._lock = threading.Lock()
+
+    def set_result(self, value: Any) -> None:
+        with self._lock:
+            self._result = value
+            self._done.set()
+            cbs, self._cbs = self._cbs, []
+        for cb in cbs:
+            GRAPH.pool.submit(cb, self)
+
+    def add_done_callback(self, cb: Any) -> None:
+        with self._lock:
+            if not self._done.is_set():
+                self._cbs.append(cb)
+                return
+        GRAPH.pool.submit(cb, self)
+
+    def result(self) -> Any:
+        return self._result
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+
+class Graph:
+    def __init__(self) -> None:
+        self.pool = cf.ThreadPoolExecutor(max_workers=32, thread_name_prefix="fake-exec")
+        self.store = typestore()
+        self.subs: dict[str, list[tuple[str, Any, Any]]] = defaultdict(list)
+        self.latched: dict[str, list[tuple[str, bytes]]] = defaultdict(list)
+        self.services: dict[str, Any] = {}
+        self.actions: dict[str, Any] = {}
+        self.published: dict[str, int] = defaultdict(int)
+
+    def cdr(self, msg: Any) -> Any:
+        t = msg.__msgtype__
+        return self.store.deserialize_cdr(self.store.serialize_cdr(msg, t), t)
+
+
+GRAPH = Graph()
+
+
+def reset() -> None:
+    global GRAPH
+    GRAPH.pool.shutdown(wait=False, cancel_futures=True)
+    GRAPH = Graph()
+
+
+class _Logger:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def info(self, t: str) -> None:
+        self.lines.append(t)
+
+    warning = error = debug = info
+
+
+class _Publisher:
+    def __init__(self, name: str, qos: Any) -> None:
+        self.name = name
+        self.qos = qos
+
+    def publish(self, msg: Any) -> None:
+        msg = GRAPH.cdr(msg)
+        GRAPH.published[self.name] += 1
+        if self.qos.durability == DurabilityPolicy.TRANSIENT_LOCAL:
+            GRAPH.latched[self.name] = [msg]
+        for _t, cb, _q in list(GRAPH.subs[self.name]):
+            GRAPH.pool.submit(cb, msg)
+
+
+class _Client:
+    def __init__(self, cls: Any, name: str) -> None:
+        self.cls = cls
+        self.name = name
+
+    def service_is_ready(self) -> bool:
+        return self.name in GRAPH.services
+
+    def wait_for_service(self, timeout_sec: float = 0.0) -> bool:
+        ev = threading.Event()
+        end = timeout_sec
+        while end > 0 and not self.service_is_ready():
+            ev.wait(0.01)
+            end -= 0.01
+        return self.service_is_ready()
+
+    def call_async(self, request: Any) -> Future:
+        fut = Future()
+        handler, cls = GRAPH.services[self.name]
+        req = GRAPH.cdr(request)
+
+        def run() -> None:
+            resp = handler(req, cls.Response())
+            assert resp.__msgtype__ == cls.Response.__msgtype__, "wrong response type"
+            fut.set_result(GRAPH.cdr(resp))
+
+        GRAPH.pool.submit(run)
+        return fut
+
+    def remove_pending_request(self, fut: Future) -> None:
+        pass
+
+
+class Node:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.log = _Logger()
+
+    def get_logger(self) -> _Logger:
+        return self.log
+
+    def create_publisher(self, cls: Any, name: str, qos: Any) -> _Publisher:
+        return _Publisher(name, qos)
+
+    def create_subscription(self, cls: Any, name: str, cb: Any, qos: Any,
+                            callback_group: Any = None) -> Any:
+        incompatible = (qos.reliability == ReliabilityPolicy.RELIABLE
+                        and name.endswith("image_raw"))
+        assert not incompatible, f"{name}: reliable subscription to a best-effort camera"
+        GRAPH.subs[name].append((cls.__msgtype__, cb, qos))
+        if qos.durability == DurabilityPolicy.TRANSIENT_LOCAL:
+            for m in GRAPH.latched.get(name, []):
+                GRAPH.pool.submit(cb, m)
+        return (name, cb)
+
+    def create_service(self, cls: Any, name: str, cb: Any, callback_group: Any = None) -> Any:
+        assert name not in GRAPH.services, f"two servers for {name}"
+        GRAPH.services[name] = (cb, cls)
+        return name
+
+    def create_client(self, cls: Any, name: str, callback_group: Any = None) -> _Client:
+        return _Client(cls, name)
+
+
+# ------------------------------------------------------------------------------------------
+# actions
+# ------------------------------------------------------------------------------------------
+class GoalResponse(enum.Enum):
+    REJECT = 1
+    ACCEPT = 2
+
+
+class CancelResponse(enum.Enum):
+    REJECT = 1
+    ACCEPT = 2
+
+
+class _ServerGoalHandle:
+    _ids = itertools.count()
+
+    def __init__(self, server: ActionServer, request: Any) -> None:
+        self.server = server
+        self.request = request
+        self.goal_id = types.SimpleNamespace(uuid=list(uuid.uuid4().bytes))
+        self.status = 2  # EXECUTING
+        self.is_cancel_requested = False
+        self.feedback_cb: Any = None
+        self.result_future = Future()
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (1, 2, 3)
+
+    def publish_feedback(self, fb: Any) -> None:
+        fb = GRAPH.cdr(fb)
+        if self.feedback_cb is not None:
+            GRAPH.pool.submit(self.feedback_cb, types.SimpleNamespace(feedback=fb))
+
+    def _end(self, status: int) -> None:
+        assert self.is_active, "goal already ended"
+        self.status = status
+
+    def succeed(self) -> None:
+        self._end(4)
+
+    def canceled(self) -> None:
+        assert self.is_cancel_requested, "rclpy: canceled() needs an accepted cancel request"
+        self._end(5)
+
+    def abort(self) -> None:
+        self._end(6)
+
+
+class _ClientGoalHandle:
+    def __init__(self, sgh: _ServerGoalHandle | None) -> None:
+        self.sgh = sgh
+        self.accepted = sgh is not None
+
+    def get_result_async(self) -> Future:
+        assert self.sgh is not None
+        return self.sgh.result_future
+
+    def cancel_goal_async(self) -> Future:
+        assert self.sgh is not None
+        sgh = self.sgh
+        fut = Future()
+
+        def run() -> None:
+            if not sgh.is_active:
+                fut.set_result("rejected")
+                return
+            r = sgh.server.cancel_callback(sgh)
+            if r == CancelResponse.ACCEPT:
+                sgh.is_cancel_requested = True
+            fut.set_result(r)
+
+        GRAPH.pool.submit(run)
+        return fut
+
+
+class ActionServer:
+    def __init__(self, node: Node, cls: Any, name: str, execute_callback: Any,
+                 goal_callback: Any, cancel_callback: Any, callback_group: Any = None) -> None:
+        self.cls = cls
+        self.name = name
+        self.execute_callback = execute_callback
+        self.goal_callback = goal_callback
+        self.cancel_callback = cancel_callback
+        assert name not in GRAPH.actions
+        GRAPH.actions[name] = self
+
+
+class ActionClient:
+    def __init__(self, node: Node, cls: Any, name: str, callback_group: Any = None) -> None:
+        self.cls = cls
+        self.name = name
+
+    def server_is_ready(self) -> bool:
+        return self.name in GRAPH.actions
+
+    def send_goal_async(self, goal: Any, feedback_callback: Any = None) -> Future:
+        fut = Future()
+        server = GRAPH.actions[self.name]
+        goal = GRAPH.cdr(goal)
+
+        def run() -> None:
+            if server.goal_callback(goal) != GoalResponse.ACCEPT:
+                fut.set_result(_ClientGoalHandle(None))
+                return
+            sgh = _ServerGoalHandle(server, goal)
+            sgh.feedback_cb = feedback_callback
+            fut.set_result(_ClientGoalHandle(sgh))
+            result = server.execute_callback(sgh)
+            if sgh.is_active:  # rclpy aborts a goal the callback left running
+                sgh.status = 6
+            sgh.result_future.set_result(types.SimpleNamespace(status=sgh.status,
+                                                               result=GRAPH.cdr(result)))
+
+        GRAPH.pool.submit(run)
+        return fut
+
+
+# ------------------------------------------------------------------------------------------
+# qos, groups, rosidl utilities
+# ------------------------------------------------------------------------------------------
+class HistoryPolicy(enum.Enum):
+    KEEP_LAST = 1
+
+
+class ReliabilityPolicy(enum.Enum):
+    RELIABLE = 1
+    BEST_EFFORT = 2
+
+
+class DurabilityPolicy(enum.Enum):
+    TRANSIENT_LOCAL = 1
+    VOLATILE = 2
+
+
+class QoSProfile:
+    def __init__(self, history: Any, depth: int, reliability: Any, durability: Any) -> None:
+        self.history, self.depth = history, depth
+        self.reliability, self.durability = reliability, durability
+
+
+class ReentrantCallbackGroup:
+    pass
+
+
+def _classes(kind: str, name: str, parts: tuple[str, ...]) -> Any:
+    from solarian_agent.ros.convert import rosbags_codec
+
+    codec = rosbags_codec(GRAPH.store)
+
+    def maker(t: str) -> Any:
+        cls = GRAPH.store.types[t]
+
+        def make(**kw: Any) -> Any:
+            return codec.new(t, **kw)
+
+        make.__msgtype__ = cls.__msgtype__  # type: ignore[attr-defined]
+        return make
+
+    return types.SimpleNamespace(**{p: maker(f"{name}_{p}") for p in parts})
+
+
+def modules() -> dict[str, types.ModuleType]:
+    """The fake modules to put in sys.modules."""
+    mods = {n: types.ModuleType(n) for n in (
+        "rclpy", "rclpy.action", "rclpy.callback_groups", "rclpy.node", "rclpy.qos",
+        "rosidl_runtime_py", "rosidl_runtime_py.utilities")}
+    a = mods["rclpy.action"]
+    a.ActionClient, a.ActionServer = ActionClient, ActionServer
+    a.CancelResponse, a.GoalResponse = CancelResponse, GoalResponse
+    mods["rclpy.callback_groups"].ReentrantCallbackGroup = ReentrantCallbackGroup
+    mods["rclpy.node"].Node = Node
+    q = mods["rclpy.qos"]
+    q.DurabilityPolicy, q.HistoryPolicy = DurabilityPolicy, HistoryPolicy
+    q.QoSProfile, q.ReliabilityPolicy = QoSProfile, ReliabilityPolicy
+    u = mods["rosidl_runtime_py.utilities"]
+    u.get_service = lambda n: _classes("srv", n, ("Request", "Response"))
+    u.get_action = lambda n: _classes("action", n, ("Goal", "Result", "Feedback"))
+    u.get_message = lambda n: GRAPH.store.types[n]
+    return mods

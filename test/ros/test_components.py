@@ -1,0 +1,159 @@
+"""The node cores without ROS: what each node shell runs on its private bus."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from solarian_agent.core import names
+from solarian_agent.core.clock import FakeClock, SystemClock
+from solarian_agent.core.errors import ConfigError
+from solarian_agent.core.messages import AgentState, CameraInfo, Image, JointCommand
+from solarian_agent.ros import components as C
+
+
+def test_arm_core_lifecycle_on_the_simulated_servo_bus():
+    core = C.build_arm_core(SystemClock(), simulated_bus=True)
+    arm = core.parts["arm"]
+    js = core.bus.subscribe(names.JOINT_STATES, names.T_JOINT_STATE)
+    diag = core.bus.subscribe(names.DIAGNOSTICS, names.T_DIAGNOSTICS)
+    cmd = core.bus.publisher(names.JOINT_COMMANDS, names.T_JOINT_COMMAND)
+
+    def send(v: float, joint: str = "elbow_flex") -> None:
+        cmd.publish(JointCommand(0.0, (joint,), (v,)))
+
+    send(0.5)
+    assert arm.refused == 1 and "not active" in arm.last_refusal  # unconfigured
+    assert core.bus.call(names.ESTOP, {})["success"] is False
+    try:
+        arm.configure()
+        arm.step()
+        assert js.latest() is not None and len(js.latest().name) == 6
+        assert diag.latest()["status"][0]["name"] == "arm"
+        send(0.5)
+        assert arm.refused == 2  # configured but inactive: holds, refuses
+        arm.activate()
+        for _ in range(60):
+            send(0.5)
+            arm.step()
+            time.sleep(0.01)
+        assert js.latest().as_dict()["elbow_flex"] == pytest.approx(0.5, abs=0.02)
+        assert core.bus.call(names.ESTOP, {}) == {"success": True, "message": "e-stop latched"}
+        send(0.0)
+        assert "e-stop" in arm.last_refusal
+        assert core.bus.call(names.ESTOP_RESET, {})["success"] is True
+        send(0.0, joint="nope")
+        assert "unknown joint" in arm.last_refusal
+        assert core.bus.call("set_torque", {"data": False})["success"] is True
+        arm.error("test fault")  # the safe state: e-stop latched
+        assert arm.controller.latest.diagnostics.estop
+        arm.deactivate()
+    finally:
+        arm.cleanup()
+    assert arm.controller is None
+
+
+def test_camera_core_plays_a_video_file(tmp_path):
+    import cv2
+
+    path = str(tmp_path / "v.avi")
+    w = cv2.VideoWriter(path, cv2.VideoWriter_fourcc(*"MJPG"), 30.0, (64, 48))
+    for i in range(5):
+        w.write(np.full((48, 64, 3), 40 * i, np.uint8))
+    w.release()
+    core = C.build_camera_core(SystemClock(), "cam", path, frame_id="cam_optical")
+    imgs = core.bus.subscribe(names.image_topic("cam"), names.T_IMAGE, qos=C.graph.SENSOR_DATA)
+    info = core.bus.subscribe(names.camera_info_topic("cam"), names.T_CAMERA_INFO)
+    core.start()
+    try:
+        for _ in range(8):  # past the end: the file starts again
+            core.loops[0].fn()
+        got = imgs.latest()
+        assert isinstance(got, Image) and got.data.shape == (48, 64, 3)
+        assert got.frame_id == "cam_optical" and imgs.received >= 6
+        ci = info.latest()
+        assert isinstance(ci, CameraInfo) and (ci.width, ci.height) == (64, 48)
+        assert ci.k[2] == 32.0  # the guessed intrinsics put the centre mid-image
+    finally:
+        core.shutdown()
+
+
+def test_sim_core_steps_and_serves():
+    cfg = C.load_config()
+    core = C.build_sim_core(FakeClock(), cfg, seed=3, grasp_fail_p=0.5)
+    truth = core.bus.subscribe(names.SIM_TRUTH, C.graph.T_SIM_TRUTH)
+    img = core.bus.subscribe(names.image_topic("overhead"), names.T_IMAGE)
+    core.start()
+    for _ in range(10):
+        core.loops[0].fn()
+    assert isinstance(truth.latest(), dict) and img.latest() is not None
+    assert core.bus.call(names.SIM_RESET, {"seed": 9})["seed"] == 9
+    bad = core.bus.call(names.SIM_INJECT_FAULT, {"kind": "nope"})
+    assert bad["ok"] is False and "nope" in bad["message"]
+    assert core.parts["world"].faults.config.grasp_fail_p == 0.5
+
+
+def test_load_config_applies_and_validates_overrides(tmp_path):
+    cfg = C.load_config(overrides={"cameras": ["overhead"], "control_period_s": 0.05})
+    assert cfg.cameras == ["overhead"] and cfg.control_period_s == 0.05
+    assert C.load_config(overrides={"cameras": None}).cameras == ["overhead", "wrist"]
+    with pytest.raises(ConfigError, match="agent.control_period_s"):
+        C.load_config(overrides={"control_period_s": 5.0})
+    bad = tmp_path / "c.yaml"
+    bad.write_text("agent:\n  monitor: {period_s: -1}\n")
+    with pytest.raises(ConfigError, match="agent.monitor.period_s"):
+        C.load_config(str(bad))
+    with pytest.raises(ConfigError, match="file not found"):
+        C.load_config(str(tmp_path / "missing.yaml"))
+
+
+def test_planner_core_publishes_state_at_start_and_refuses_observe_without_vision():
+    cfg = C.load_config()
+    core = C.build_planner_core(FakeClock(), cfg, planner_name="rules")
+    state = core.bus.subscribe(names.AGENT_STATE, names.T_AGENT_STATE)
+    core.start()
+    assert isinstance(state.latest(), AgentState) and state.latest().status == "idle"
+    r = core.bus.call(names.OBSERVE_SCENE, {"focus": "the cup"})
+    if "error" in r and r.get("ok") is False:
+        assert r["error"]
+    core.shutdown()
+
+
+def test_plan_markers_map_points_onto_the_table():
+    st = AgentState(2, "running", "tidy", (
+        {"step": 1, "description": "pick", "status": "done", "tool": "pick_object",
+         "args": {"point": [320, 240]}},
+        {"step": 2, "description": "check", "status": "pending"},
+        {"step": 3, "description": "bad", "status": "pending", "tool": "pick_object",
+         "args": {"point": "x"}}), (), (), 5.0)
+    calls = []
+
+    def unproject(cam, u, v):
+        calls.append((cam, u, v))
+        return (0.3, 0.0, 0.0)
+
+    ms = C.plan_markers(st, unproject, {"pick_object": ("point",)},
+                        {"pick_object": "overhead"})
+    assert ms[0]["delete_all"] and calls == [("overhead", 320.0, 240.0)]
+    spheres = [m for m in ms if m.get("type") == "sphere"]
+    assert len(spheres) == 1 and spheres[0]["position"][0] == 0.3
+    text = [m for m in ms if m.get("ns") == "plan" and m.get("type") == "text"][0]["text"]
+    assert "1. [done] pick" in text and "2. [pending] check" in text
+    assert C.plan_markers(st, None, {}, {})[-1]["type"] == "text"
+
+
+def test_markers_follow_the_planner_state():
+    cfg = C.load_config()
+    core = C.build_planner_core(FakeClock(), cfg, planner_name="rules")
+    markers = core.bus.subscribe(names.AGENT_MARKERS, names.T_MARKERS)
+    core.start()
+    assert markers.latest() and markers.latest()[-1]["text"].startswith("[idle]")
+    core.shutdown()
+
+
+def test_tool_sets():
+    assert "pick_object" in C.tool_names("tidy") and "wait" in C.tool_names("toy")
+    with pytest.raises(ConfigError, match="tool_set"):
+        C.tool_set("nope")

@@ -1,0 +1,479 @@
+"""The ROS graph contract, checked without ROS.
+
+* The launch files are executed against stand-in ``launch`` / ``launch_ros`` modules that record
+  the Nodes and processes they start; each node's endpoints come from the spec its shell
+  declares (solarian_agent.ros.graph).  In every launch (and with a namespace): every
+  subscription has a publisher of the same type with compatible QoS, every service / action
+  client has exactly one server of the same type.
+* Each node's core component, built as the node builds it (solarian_agent.ros.components), has
+  on its private Bus exactly the endpoints its spec bridges, with the same names and types.
+* The embedded run (solarian_agent.system, everything on one Bus) uses the same names and types
+  as the ROS graph, including the services it calls and the actions it sends goals to.
+* Build files: every interface file is generated, every node executable is installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from solarian_agent.core import names
+from solarian_agent.core.clock import FakeClock
+from solarian_agent.core.transport import Bus, QoS
+from solarian_agent.ros import components, graph, launch_plan
+from solarian_agent.ros.interfaces import interface_files
+
+ROOT = Path(__file__).resolve().parent.parent
+LAUNCH = ROOT / "launch"
+
+
+# ------------------------------------------------------------------------------------------
+# stand-in launch modules
+# ------------------------------------------------------------------------------------------
+class _Rec:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args = args
+        self.kwargs = kwargs
+
+
+class _LaunchConfiguration:
+    def __init__(self, name: str, default: Any = None) -> None:
+        self.name = name
+
+    def perform(self, context: Any) -> str:
+        return str(context.launch_configurations[self.name])
+
+
+class _Declare(_Rec):
+    @property
+    def name(self) -> str:
+        return str(self.args[0])
+
+
+class _Opaque(_Rec):
+    pass
+
+
+class _Node(_Rec):
+    pass
+
+
+class _Process(_Rec):
+    pass
+
+
+class _Context:
+    def __init__(self, values: dict[str, str]) -> None:
+        self.launch_configurations = values
+
+
+@pytest.fixture
+def fake_launch(monkeypatch):
+    mods = {
+        "launch": types.ModuleType("launch"),
+        "launch.actions": types.ModuleType("launch.actions"),
+        "launch.substitutions": types.ModuleType("launch.substitutions"),
+        "launch_ros": types.ModuleType("launch_ros"),
+        "launch_ros.actions": types.ModuleType("launch_ros.actions"),
+    }
+    mods["launch"].LaunchDescription = lambda entities: list(entities)
+    mods["launch.actions"].DeclareLaunchArgument = _Declare
+    mods["launch.actions"].OpaqueFunction = _Opaque
+    mods["launch.actions"].ExecuteProcess = _Process
+    mods["launch.substitutions"].LaunchConfiguration = _LaunchConfiguration
+    mods["launch_ros.actions"].Node = _Node
+    for k, m in mods.items():
+        monkeypatch.setitem(sys.modules, k, m)
+    return mods
+
+
+def run_launch(kind: str, **overrides: str) -> tuple[list[_Node], list[_Process], dict]:
+    path = LAUNCH / f"{kind}.launch.py"
+    spec = importlib.util.spec_from_file_location(f"_launch_{kind}", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    entities = mod.generate_launch_description()
+    declared = {e.name: e.kwargs["default_value"] for e in entities if isinstance(e, _Declare)}
+    unknown = set(overrides) - set(declared)
+    assert not unknown, f"{kind}.launch.py has no arguments {unknown}"
+    values = {**declared, **overrides}
+    actions: list[Any] = []
+    for e in entities:
+        if isinstance(e, _Opaque):
+            actions += e.kwargs["function"](_Context(values))
+    return ([a for a in actions if isinstance(a, _Node)],
+            [a for a in actions if isinstance(a, _Process)], values)
+
+
+def launched_graph(nodes: list[_Node], processes: list[_Process], namespace: str = ""
+                   ) -> list[graph.LaunchedNode]:
+    tools: list[str] = []
+    for n in nodes:
+        if n.kwargs["executable"] == "skills_node":
+            tools = components.tool_names(n.kwargs["parameters"][0]["tool_set"])
+    cams: list[str] = []
+    for n in nodes:
+        if n.kwargs["executable"] == "camera_node":
+            cams.append(n.kwargs["parameters"][0]["camera"])
+        if n.kwargs["executable"] == "sim_node":
+            cams = list(graph.DEFAULT_SIM_CAMERAS)
+    out = []
+    for n in nodes:
+        k = n.kwargs
+        params = k.get("parameters", [{}])[0]
+        spec = launch_plan.spec_for(k["package"], k["executable"], params, tools, cams)
+        out.append(graph.LaunchedNode(spec, k.get("name", ""), k.get("namespace", ""),
+                                      tuple(k.get("remappings", ()))))
+    for p in processes:
+        cmd = p.kwargs["cmd"]
+        if cmd[:3] != ["ros2", "bag", "play"]:
+            continue
+        played = cmd[cmd.index("--topics") + 1:]
+        cams = cams or list(components.load_config().cameras)
+        table = {graph.expand(name, namespace): (name, t, q)
+                 for name, t, q in graph.replay_topics(cams)}
+        unknown = [t for t in played if t not in table]
+        assert not unknown, f"bag play topics {unknown} are not recorded graph topics"
+        out.append(graph.LaunchedNode(graph.bag_player([table[t] for t in played]),
+                                      namespace=namespace))
+    return out
+
+
+CHAT = [graph.chat_node()]
+
+
+# ------------------------------------------------------------------------------------------
+# launch files
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("overrides", [
+    {},
+    {"rviz": "true", "record": "true", "bag": "/tmp/x"},
+    {"namespace": "robot1", "rviz": "true"},
+    {"tool_set": "toy", "planner_provider": "rules"},
+])
+def test_sim_launch_graph_is_consistent(fake_launch, overrides):
+    nodes, procs, values = run_launch("sim", **overrides)
+    exes = sorted(n.kwargs["executable"] for n in nodes)
+    assert {"sim_node", "skills_node", "planner_node", "robot_state_publisher"} <= set(exes)
+    assert "monitor_node" in exes
+    g = launched_graph(nodes, procs, values["namespace"])
+    assert graph.check_graph(g, CHAT) == []
+    if overrides.get("namespace"):
+        assert all(n.namespace == "robot1" for n in g)
+        assert all(full.startswith("/robot1/") for n in g for _, full in n.resolved())
+
+
+def test_sim_launch_records_mcap_of_every_published_topic(fake_launch):
+    nodes, procs, _ = run_launch("sim", record="true", bag="/tmp/b", namespace="ns")
+    (rec,) = procs
+    cmd = rec.kwargs["cmd"]
+    assert cmd[:7] == ["ros2", "bag", "record", "-s", "mcap", "-o", "/tmp/b"]
+    published = {full for n in launched_graph(nodes, procs, "ns") for e, full in n.resolved()
+                 if e.kind == "publisher"}
+    # plus what the operator's tools publish into the graph (chat client: operator events)
+    assert set(cmd[7:]) == published | {"/ns/operator/events"}
+
+
+def test_robot_launch_graph_is_consistent(fake_launch):
+    nodes, procs, _ = run_launch("robot", rviz="true", cameras="overhead=0,wrist=/dev/video2")
+    exes = [n.kwargs["executable"] for n in nodes]
+    assert exes.count("camera_node") == 2 and "arm_node" in exes and "sim_node" not in exes
+    cams = {n.kwargs["parameters"][0]["camera"]: n.kwargs["parameters"][0]["source"]
+            for n in nodes if n.kwargs["executable"] == "camera_node"}
+    assert cams == {"overhead": "0", "wrist": "/dev/video2"}
+    assert graph.check_graph(launched_graph(nodes, procs), CHAT) == []
+
+
+def test_robot_launch_with_one_camera_is_consistent(fake_launch):
+    nodes, procs, _ = run_launch("robot", cameras="overhead=0")
+    assert graph.check_graph(launched_graph(nodes, procs), CHAT) == []
+
+
+def test_replay_launch_plays_the_bag_into_the_monitor(fake_launch):
+    with pytest.raises(ValueError, match="bag:="):
+        run_launch("replay")
+    nodes, procs, _ = run_launch("replay", bag="/data/ep1", record="true")
+    nsn, nsp, _ = run_launch("replay", bag="/data/ep1", namespace="r2")
+    assert graph.check_graph(launched_graph(nsn, nsp, "r2"), CHAT) == []
+    play = next(p for p in procs if p.kwargs["cmd"][:3] == ["ros2", "bag", "play"])
+    assert "--clock" in play.kwargs["cmd"] and "/data/ep1" in play.kwargs["cmd"]
+    monitor = next(n for n in nodes if n.kwargs["executable"] == "monitor_node")
+    assert monitor.kwargs["parameters"][0]["use_sim_time"] is True
+    g = launched_graph(nodes, procs)
+    assert graph.check_graph(g, CHAT) == []
+    rec = next(p for p in procs if p.kwargs["cmd"][:3] == ["ros2", "bag", "record"])
+    assert rec.kwargs["cmd"][-1] == "/monitor/verdicts"
+
+
+def test_check_graph_catches_mismatches():
+    cams = ["overhead"]
+    good = [graph.LaunchedNode(graph.sim_node(("overhead",))),
+            graph.LaunchedNode(graph.skills_node(["wait"], cams)),
+            graph.LaunchedNode(graph.monitor_node(cams)),
+            graph.LaunchedNode(graph.planner_node(cams, ["wait"]))]
+    probs = graph.check_graph(good, CHAT)
+    assert probs == []
+    # a reliable image subscription never matches a best-effort camera
+    bad_qos = graph.NodeSpec("x", "viewer", (graph.Endpoint(
+        "subscription", "overhead/image_raw", names.T_IMAGE, QoS(depth=1)),))
+    # transient local wanted from a volatile publisher
+    bad_dur = graph.NodeSpec("x", "late", (graph.Endpoint(
+        "subscription", "joint_states", names.T_JOINT_STATE, QoS(depth=1,
+                                                                 transient_local=True)),))
+    bad_type = graph.NodeSpec("x", "typo", (graph.Endpoint(
+        "subscription", "agent/state", names.T_AGENT_EVENT, QoS()),))
+    no_server = graph.NodeSpec("x", "caller", (graph.Endpoint(
+        "action_client", "skills/fly", names.T_SKILL_ACTION),))
+    probs = graph.check_graph(good + [graph.LaunchedNode(s) for s in
+                                      (bad_qos, bad_dur, bad_type, no_server)], CHAT)
+    text = "\n".join(probs)
+    assert "best effort but the subscription wants reliable" in text
+    assert "transient local but the publisher is volatile" in text
+    assert "/agent/state as solarian_agent/msg/AgentEvent" in text
+    assert "skills/fly" in text and "no node in the graph serves it" in text
+    assert len(probs) == 4
+    # a remapping that leads nowhere, and two servers of one service
+    moved = [graph.LaunchedNode(graph.sim_node(("overhead",)), remappings=(
+        ("joint_states", "arm/joint_states"),)), *good[1:],
+        graph.LaunchedNode(graph.skills_node(["wait"], cams), name="skills2")]
+    text = "\n".join(graph.check_graph(moved, CHAT))
+    assert "subscribes /joint_states" in text and "has 2 servers" in text
+    # operator/events may come from the chat client only
+    assert any("operator/events" in p for p in graph.check_graph(good, []))
+
+
+def test_namespaces_and_remapping_resolve_like_ros():
+    assert graph.expand("agent/state", "") == "/agent/state"
+    assert graph.expand("agent/state", "/r1/") == "/r1/agent/state"
+    assert graph.expand("/abs", "r1") == "/abs"
+    assert graph.resolve("joint_states", "r1", [("joint_states", "arm/js")]) == "/r1/arm/js"
+    assert graph.resolve("joint_states", "r1", [("/r1/joint_states", "/js")]) == "/js"
+
+
+# ------------------------------------------------------------------------------------------
+# node specs vs the core components (the same names in-process and in the graph)
+# ------------------------------------------------------------------------------------------
+_COUNTERPART = {"publisher": "publisher", "subscription": "subscription",
+                "service": "service", "action_server": "action_server"}
+# endpoints a core creates that stay inside its node (not bridged on purpose)
+_INTERNAL = {
+    ("monitor", "publisher", names.JOINT_COMMANDS),  # ArmPort for the stall tripwire: reads only
+    ("planner", "publisher", names.JOINT_COMMANDS),  # ArmPort for readings: reads only
+    ("planner", "subscription", names.AGENT_STATE),  # the markers view of the plan
+}
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return components.load_config()
+
+
+def _cores(cfg):
+    clock = FakeClock()
+    skills = components.build_skills_core(clock, cfg, tools="tidy")
+    catalogue = [s.as_dict() for s in skills.parts["executor"].specs.values()]
+    return {
+        "sim": components.build_sim_core(clock, cfg),
+        "skills": skills,
+        "skills_toy": components.build_skills_core(clock, cfg, tools="toy"),
+        "monitor": components.build_monitor_core(clock, cfg, catalogue=catalogue),
+        "planner": components.build_planner_core(clock, cfg),
+    }
+
+
+def test_monitor_core_is_built_at_start_when_the_catalogue_is_remote(cfg):
+    """In the node, the engine needs skills/catalogue: built at start, after the bridge."""
+    bus = Bus()
+    core = components.build_monitor_core(FakeClock(), cfg, bus=bus)
+    assert core.parts["monitor"] is None
+    core.loops[0].fn()  # ticking before start does nothing
+    with pytest.raises(Exception, match="skills/catalogue"):
+        core.start()  # no server yet: the node retries
+    skills = components.build_skills_core(FakeClock(), cfg, bus=bus)
+    core.start()
+    assert core.parts["monitor"] is not None
+    assert core.parts["monitor"].tools == set(skills.parts["executor"].specs)
+
+
+def test_each_core_has_exactly_the_bridged_endpoints(cfg):
+    for label, core in _cores(cfg).items():
+        node = core.spec.name
+        on_bus = {(e.kind, e.name): e.type for e in core.bus.endpoints}
+        for e in core.spec.endpoints:
+            if not e.bridged or e.kind not in _COUNTERPART:
+                continue
+            key = (_COUNTERPART[e.kind], e.name)
+            assert key in on_bus, f"{label}: spec {e.kind} {e.name} has no {key[0]} on the Bus"
+            assert on_bus[key] == e.type, f"{label}: {e.name} is {on_bus[key]} on the Bus"
+        declared = {(_COUNTERPART.get(e.kind), e.name) for e in core.spec.endpoints}
+        for (kind, name), _t in on_bus.items():
+            if (node, kind, name) in _INTERNAL:
+                continue
+            assert (kind, name) in declared, f"{label}: Bus {kind} {name} is not in the spec"
+
+
+def test_no_node_both_publishes_and_subscribes_a_bridged_topic(cfg):
+    specs = [c.spec for c in _cores(cfg).values()] + [graph.arm_node(), graph.camera_node("c"),
+                                                     graph.planner_node(["c"], ["wait"])]
+    for s in specs:
+        pubs = {e.name for e in s.of("publisher") if e.bridged}
+        subs = {e.name for e in s.of("subscription") if e.bridged}
+        assert not pubs & subs, f"{s.name} would loop its own messages back: {pubs & subs}"
+
+
+def test_arm_core_endpoints(cfg):
+    core = components.build_arm_core(FakeClock())
+    on_bus = {(e.kind, e.name): e.type for e in core.bus.endpoints}
+    for e in core.spec.endpoints:
+        assert on_bus[(_COUNTERPART[e.kind], e.name)] == e.type
+    assert core.spec.lifecycle
+
+
+def test_camera_core_endpoints(tmp_path):
+    class Cap:
+        def isOpened(self):  # noqa: N802
+            return True
+
+        def read(self):
+            import numpy as np
+            return True, np.zeros((4, 6, 3), np.uint8)
+
+        def set(self, *a):
+            return True
+
+        def get(self, *a):
+            return 0.0
+
+        def release(self):
+            pass
+
+    core = components.build_camera_core(FakeClock(), "overhead", 0,
+                                        capture_factory=lambda s, b: Cap())
+    on_bus = {(e.kind, e.name): e.type for e in core.bus.endpoints}
+    assert on_bus == {(e.kind, e.name): e.type for e in core.spec.endpoints}
+
+
+def test_embedded_run_uses_the_graph_names(monkeypatch):
+    """Everything on one Bus (the embedded default) vs the union of the node specs: the same
+    topic, service and action names with the same types; and every service the components
+    call and every action they send goals to is a declared client of the graph."""
+    from solarian_agent.system import build_sim_system
+
+    called: set[str] = set()
+    goals: set[str] = set()
+    real_call, real_goal = Bus.call, Bus.send_goal
+
+    def spy_call(self, name, request, timeout_s=5.0):
+        called.add(name)
+        return real_call(self, name, request, timeout_s)
+
+    def spy_goal(self, name, goal, feedback_cb=None, done_cb=None):
+        goals.add(name)
+        return real_goal(self, name, goal, feedback_cb, done_cb)
+
+    monkeypatch.setattr(Bus, "call", spy_call)
+    monkeypatch.setattr(Bus, "send_goal", spy_goal)
+    sysm = build_sim_system(seed=1)
+    sysm.planner.message("put the red cup on the tray")
+    sysm.run_until(lambda: bool(goals), 30.0)
+    sysm.planner.cancel()
+    sysm.runtime.run_for(0.5)
+    sysm.shutdown()
+
+    cams = list(sysm.config.cameras)
+    tools = list(sysm.executor.tools)
+    specs = [graph.sim_node(graph.DEFAULT_SIM_CAMERAS), graph.skills_node(tools, cams),
+             graph.monitor_node(cams), graph.planner_node(cams, tools), graph.chat_node()]
+    declared: dict[tuple[str, str], str] = {}
+    for s in specs:
+        for e in s.endpoints:
+            declared[(_COUNTERPART.get(e.kind, e.kind), e.name)] = e.type
+    for e in sysm.bus.endpoints:
+        if e.kind == "subscription" and e.name == names.AGENT_STATE:
+            continue  # markers are computed in the planner node
+        key = (e.kind, e.name)
+        assert key in declared, f"embedded {e.kind} {e.name} ({e.node}) is not in the graph"
+        assert declared[key] == e.type
+    clients = {e.name for s in specs for e in s.of("client")}
+    action_clients = {e.name for s in specs for e in s.of("action_client")}
+    assert called, "the run called no service"
+    assert called <= clients, called - clients
+    assert goals and goals <= action_clients, goals - action_clients
+    assert {names.TOOL_CATALOGUE, names.EXECUTOR_ADVANCE} <= called
+
+
+def test_graph_names_are_core_names():
+    core_names = {v for k, v in vars(names).items() if k.isupper() and isinstance(v, str)
+                  and not k.startswith("T_")}
+    extra = {graph.SET_TORQUE}
+    cams = ["overhead", "wrist"]
+    specs = [graph.sim_node(cams), graph.skills_node(["home"], cams), graph.monitor_node(cams),
+             graph.planner_node(cams, ["home"]), graph.chat_node(), graph.arm_node(),
+             graph.camera_node("overhead")]
+    for s in specs:
+        for e in s.endpoints:
+            ok = (e.name in core_names or e.name in extra
+                  or e.name in {names.image_topic(c) for c in cams}
+                  or e.name in {names.camera_info_topic(c) for c in cams}
+                  or e.name == names.skill_action("home"))
+            assert ok, f"{s.name}: {e.name} is not a name from core.names"
+
+
+# ------------------------------------------------------------------------------------------
+# build files
+# ------------------------------------------------------------------------------------------
+def test_cmake_generates_every_interface_and_installs_every_node():
+    text = (ROOT / "CMakeLists.txt").read_text()
+    block = re.search(r"rosidl_generate_interfaces\(\$\{PROJECT_NAME\}(.*?)\)", text, re.S)
+    assert block, "CMakeLists.txt must call rosidl_generate_interfaces(${PROJECT_NAME} ...)"
+    listed = set(re.findall(r'"((?:msg|srv|action)/\w+\.(?:msg|srv|action))"', block.group(1)))
+    files = {str(p.relative_to(ROOT)) for p in interface_files(ROOT)}
+    assert listed == files
+    assert "ament_python_install_package" not in text.split("#")[0] or \
+        "ament_python_install_package(" not in re.sub(r"#.*", "", text)
+    assert re.search(r"install\(DIRECTORY solarian_agent/\s+DESTINATION "
+                     r"\$\{PYTHON_INSTALL_DIR\}/solarian_agent", text)
+    for exe in graph.EXECUTABLES:
+        assert (ROOT / "solarian_agent" / "ros" / f"{exe}.py").is_file(), exe
+        assert re.search(rf"\b{exe}\b", text), f"CMakeLists.txt does not install {exe}"
+    for d in ("launch", "config", "urdf"):
+        assert re.search(rf"install\(DIRECTORY[^)]*\b{d}\b[^)]*share", text, re.S), d
+
+
+def test_package_xml_is_ament_cmake_with_the_dependencies():
+    text = (ROOT / "package.xml").read_text()
+    assert "<build_type>ament_cmake</build_type>" in text
+    assert "<member_of_group>rosidl_interface_packages</member_of_group>" in text
+    for dep in ("rosidl_default_generators", "rclpy", "sensor_msgs", "std_msgs",
+                "builtin_interfaces", "diagnostic_msgs", "visualization_msgs", "std_srvs",
+                "action_msgs", "robot_state_publisher", "launch_ros", "rosbag2_storage_mcap",
+                "launch_testing_ament_cmake"):
+        assert f">{dep}<" in text, dep
+
+
+def test_launch_arguments_are_documented():
+    doc = (ROOT / "docs" / "ros.md").read_text()
+    for kind, args in launch_plan.LAUNCH_ARGS.items():
+        assert f"{kind}.launch.py" in doc
+        for a in args:
+            assert f"`{a.name}`" in doc, f"docs/ros.md does not document {kind}: {a.name}"
+    for exe in graph.EXECUTABLES:
+        assert exe in doc
+
+
+def test_rviz_config_shows_what_the_graph_publishes():
+    text = (ROOT / "config" / "agent.rviz").read_text()
+    for topic in ("/overhead/image_raw", "/wrist/image_raw", "/agent/view", "/agent/markers"):
+        assert topic in text, topic
+    assert "rviz_default_plugins/RobotModel" in text and "rviz_default_plugins/TF" in text
+    # camera images are best effort in the graph: rviz must ask for best effort
+    for m in re.finditer(r"Value: /(\w+)/image_raw", text):
+        seg = text[max(0, m.start() - 400):m.start()]
+        assert "Best Effort" in seg, m.group(0)

@@ -17,6 +17,7 @@ demo: $(STAMP)
 	$(VENV)/bin/solarian-agent demo
 
 test: $(STAMP)
+	sh scripts/install_browser.sh
 	$(PY) -m ruff check solarian_agent test
 	$(PY) -m mypy
 	$(PY) -m pytest -q

@@ -151,7 +151,13 @@ def main(argv: Sequence[str] = ()) -> int:
     if a.record:
         from .ros.bag import BagRecorder
 
-        bag_dir = _free_dir(a.out / session_name(a.task, a.seed) / "rosbag")
+        # the run's episode is opened now so its bag lies beside its logs, where the episode
+        # viewer looks: <session>/episodes/<episode>/rosbag
+        if system.recorder is not None and system.planner.log is None:
+            system.planner.log = system.recorder.open_episode()
+        base = (system.planner.log.dir.parent if system.planner.log is not None
+                else a.out / session_name(a.task, a.seed))
+        bag_dir = _free_dir(base / "rosbag")
         bag_dir.parent.mkdir(parents=True, exist_ok=True)
         clock = system.clock
         bag = BagRecorder(bag_dir, clock=lambda: int(clock.epoch() * 1e9))

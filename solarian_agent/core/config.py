@@ -79,6 +79,15 @@ class EventsConfig:
     # drop_oldest_routine: the oldest queue/parallel-urgency event is dropped (and counted);
     # interrupts are never dropped.
     overflow: str = "drop_oldest_routine"
+    # urgency routing (core/routing.py): a light model for events no rule decides (null: rules
+    # only, unmatched events are queued); parallel answers for independent quick questions
+    router: ModelEndpointConfig | None = None
+    parallel: bool = True
+    # a queued user addition waits for the next tool result at most this long
+    max_hold_s: float = field(default=120.0, metadata=_rng(0.0, 3600.0, lo_open=True))
+    # running tasks report progress to the planner each time it crosses this step (0..1)
+    progress_step: float = field(default=0.25, metadata=_rng(0.0, 1.0, lo_open=True))
+    max_timers: int = field(default=16, metadata=_rng(1, 1000))
 
     ALLOWED = {"overflow": ("drop_oldest_routine", "reject_new")}
 

@@ -53,12 +53,32 @@ from .messages import (
     JointState,
     MonitorVerdict,
     OperatorEvent,
+    SkillFeedback,
     SkillGoal,
     SkillResult,
 )
 from .observations import Observation, ObservationStore
 from .plan import PLAN_SCHEMA, PlanQueue
+from .routing import (
+    PARALLEL_SYSTEM,
+    TASK_INSTRUCTIONS,
+    TASK_TOOLS,
+    NewsItem,
+    RouteContext,
+    RouteDecision,
+    Router,
+    build_router,
+    describe_async,
+    label_for,
+    parallel_note,
+    pct,
+    placeholder_cancelled,
+    placeholder_running,
+    render_news,
+    replace_progress,
+)
 from .skill import ToolSpec
+from .timers import TimerError, Timers
 from .transport import LATCHED, Bus, GoalHandle, GoalStatus, QoS
 
 HARNESS_INSTRUCTIONS = """\
@@ -105,7 +125,12 @@ PLANNER_TOOLS: dict[str, ToolDef] = {
                             "required": ["summary", "success"], "additionalProperties": False}),
 }
 
+PLANNER_TOOLS.update(TASK_TOOLS)  # seed 004: task_status, cancel_task, set_timer, cancel_timer
+HARNESS_INSTRUCTIONS += TASK_INSTRUCTIONS
+
 FRESH_FRAME_WAIT_S = 0.5  # the longest a wake waits for a frame newer than the last motion
+STOP_WAIT_S = 1.0  # after a user stop, the re-plan call waits this long for the stops to land
+ACTIVE_STATUSES = ("running", "paused", "waiting_user")
 SETTLE_S = 0.1  # the robot counts as still after this long without movement
 
 RUN_STATUSES = ("idle", "running", "paused", "waiting_user", "succeeded", "failed",
@@ -123,7 +148,7 @@ class ModelCaller:
 
 
 class ThreadCaller(ModelCaller):
-    def __init__(self, workers: int = 2) -> None:
+    def __init__(self, workers: int = 4) -> None:
         self._pool = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="model")
 
     def submit(self, fn: Callable[[], ModelReply]) -> cf.Future[ModelReply]:
@@ -170,6 +195,7 @@ class _Turn:
     call_order: list[str] = field(default_factory=list)
     started_any: bool = False
     ended: bool = False
+    waits: bool = False  # a call in the reply waits for an event (cancel_task, set_timer)
 
 
 @dataclass
@@ -181,6 +207,18 @@ class ActionInfo:
     handle: GoalHandle
     watched: bool
     step: int | None = None
+
+
+@dataclass
+class _SideCall:
+    """A model call beside the main one: the router model or a parallel answer (seed 004)."""
+
+    kind: str  # router | parallel
+    event: Event
+    future: cf.Future[ModelReply]
+    started_at: float
+    wall_start: float
+    entry: dict[str, Any] | None = None  # the conversation entry of a parallel question
 
 
 class Planner:
@@ -198,6 +236,7 @@ class Planner:
         on_agent_idle: Callable[[], None] | None = None,
         image_overlays: list[Callable[[Any, Image], Any]] | None = None,
         node: str = "planner",
+        router: Router | None = None,
     ) -> None:
         self.bus = bus
         self.clock = clock
@@ -242,6 +281,20 @@ class Planner:
         self._deferred: list[Event] = []
         self._settle_since: float | None = None
         self._turn_cursor: int | None = None  # after run_continued: log only newer messages
+        # seed 004: urgency routing, parallel answers, task progress, timers
+        # rules only, or rules plus the router model agent.events.router names
+        self.router = router if router is not None else build_router(config.events)
+        self.timers = Timers(clock, config.events.max_timers)
+        self._side: list[_SideCall] = []  # router / parallel calls in flight
+        self._held: list[NewsItem] = []  # queued user additions waiting for a tool result
+        self._held_since = 0.0
+        self._boundary = False  # a tool result arrived this tick
+        self._urgent = False  # the next call is an interrupt's: no waiting for fresh frames
+        self._stopping: dict[str, float] = {}  # action_id -> when a user stop was sent
+        self._plan_hold = False  # after a user stop: no plan step starts until the next reply
+        self._background: list[_PendingStart] = []  # starts answered with a placeholder
+        self._progress_seen: dict[str, int] = {}  # action_id -> progress steps reported
+        self._ended_tasks: dict[str, str] = {}  # action_id -> how it ended
 
         # graph endpoints ----------------------------------------------------------------
         self._state_pub = bus.publisher(names.AGENT_STATE, names.T_AGENT_STATE, LATCHED,
@@ -351,7 +404,8 @@ class Planner:
         now = self.clock.now()
         gen = self._gen_sub.latest()
         for ev in self.events.drain():
-            self._handle_event(ev)
+            self._route(ev)
+        self._poll_side(now)
         if self.turn is not None:
             self._poll_turn()
         if self._deferred and (self.turn is None or not self.turn.pending):
@@ -368,8 +422,11 @@ class Planner:
                 and now - self.last_activity >= hb):
             self._wake("heartbeat")
         if self.wake_reasons or self.continue_turn:
-            if self.wake_reasons and self._frames_settling(now):
+            if self._waiting_for_stop(now):
                 return
+            if self.wake_reasons and not self._urgent and self._frames_settling(now):
+                return
+            self._urgent = False
             self._start_model_call()
         del gen
 
@@ -411,7 +468,7 @@ class Planner:
             self.news.append(f"{ev.source}: {ev.content}")
             self._wake(ev.kind or ev.source)
 
-    def _handle_message(self, ev: Event) -> None:
+    def _handle_message(self, ev: Event, wake: bool = True) -> None:
         text = ev.content
         self.conversation.append({"role": "user", "text": text, "by": ev.context.get("by")})
         if self.status in ("idle", "succeeded", "failed", "cancelled", "budget_exhausted"):
@@ -427,7 +484,8 @@ class Planner:
         elif self.status == "waiting_user":
             self.status = "running"
         self.news.append(f"User: {text}")
-        self._wake("message")
+        if wake:  # a queued addition held for the next tool result is woken for later
+            self._wake("message")
 
     def _handle_cancel(self, ev: Event, forget: bool) -> None:
         by = str(ev.context.get("by", "operator"))
@@ -523,8 +581,14 @@ class Planner:
                              + (f" Result: {json.dumps(extra, default=str)[:1500]}"
                                 if extra else ""))
             if self.actions:
+                if step is None:  # a task the planner started itself: its result is news now
+                    self._wake("task_done")
                 return
             nxt = self.plan.next_step(self._needs_point(), set(self.specs))
+            if nxt.step is not None and (self._held or self._plan_hold):
+                # queued user additions, or a user stop: the planner decides the next step
+                self._wake("queued events before the next plan step")
+                return
             if nxt.step is not None:
                 args = dict(nxt.step.args or {})
                 new_id = self._send_goal(nxt.step.tool or "", args, by_harness=True,
@@ -599,6 +663,421 @@ class Planner:
                              "running. A monitor flag can be wrong: check the newest image "
                              "before stopping it.")
             self._wake("monitor_flag")
+
+    # seed 004: urgency routing ---------------------------------------------------------------
+    def _route_ctx(self) -> RouteContext:
+        now = self.clock.now()
+        return RouteContext(
+            active=self.status in ACTIVE_STATUSES,
+            busy=self.status == "running" and (self.turn is not None or bool(self.actions)),
+            task=self.task,
+            running=tuple(f"{a.action_id} {a.tool} ({now - a.started_at:.1f} s)"
+                          for a in self.actions.values()))
+
+    def _route(self, ev: Event) -> None:
+        """Route one event: the rule table decides at once; an event no rule covers goes to the
+        router model (off the control path, polled like every model call)."""
+        ctx = self._route_ctx()
+        decision = self.router.route(ev, ctx)
+        if decision is not None:
+            self._apply_route(ev, decision)
+            return
+        model, req = self.router.model, self.router.request(ev, ctx)
+        timeout = self.router.timeout_s
+        fut = self.caller.submit(lambda: model.complete(req, timeout_s=timeout))
+        self._side.append(_SideCall("router", ev, fut, self.clock.now(), time.monotonic()))
+
+    def _apply_route(self, ev: Event, d: RouteDecision) -> None:
+        self._log("route", by=d.by, event=ev.kind, source=ev.source, channel=ev.channel,
+                  content=ev.content[:200], urgency=d.urgency, reason=d.reason, rule=d.rule,
+                  stop=d.stop, seq=ev.seq)
+        if (d.urgency == "parallel" and ev.kind == "message" and self.config.events.parallel
+                and self.status == "running"):
+            self._ask_parallel(ev)
+            return
+        if d.urgency == "interrupt":
+            self._interrupt(ev, d)
+        self._dispatch(ev, d)
+
+    def _dispatch(self, ev: Event, d: RouteDecision) -> None:
+        """Handle a routed event and tag what it told the planner for batch markers."""
+        self.last_activity = self.clock.now()
+        n0 = len(self.news)
+        label, source, task_id = label_for(ev, d.urgency), ev.source, ""
+        hold = False
+        if ev.kind == "message":
+            if self.status not in ACTIVE_STATUSES:
+                self._reset_event_state()
+            hold = (d.urgency == "queue" and self.status == "running" and bool(self.actions)
+                    and self.turn is None)
+            if d.urgency == "interrupt" and self.status in ("running", "waiting_user"):
+                self._wake("interrupt")
+            self._handle_message(ev, wake=not hold)
+            source = str(ev.context.get("by") or "user")
+        elif ev.kind == "timer":
+            self._handle_timer(ev)
+            source = f"timer {ev.context.get('timer_id', '')}"
+        elif ev.kind == "task_progress":
+            self._handle_progress(ev)
+            return
+        else:
+            if ev.kind == "action_ended":
+                res, goal = ev.context["result"], ev.context["goal"]
+                task_id = res.action_id
+                source = f"{goal.tool} {task_id}"
+                self._boundary = True
+                self._ended_tasks[task_id] = res.outcome + (f": {res.reason}" if res.reason
+                                                            else "")
+                # an undelivered progress report of a task that has ended is no news
+                self.news[:] = [n for n in self.news if not (
+                    isinstance(n, NewsItem) and n.label == "progress report"
+                    and n.task_id == task_id)]
+                n0 = len(self.news)
+                if len(self._ended_tasks) > 200:
+                    del self._ended_tasks[next(iter(self._ended_tasks))]
+            elif ev.kind == "monitor_flag":
+                v = ev.context.get("verdict")
+                if isinstance(v, MonitorVerdict):
+                    source, task_id = f"{v.source} on {v.tool} {v.action_id}", v.action_id
+            self._handle_event(ev)
+        added: list[NewsItem] = []
+        for i in range(min(n0, len(self.news)), len(self.news)):
+            item = self.news[i]
+            if not isinstance(item, NewsItem):
+                item = NewsItem(item, label, source, task_id)
+                self.news[i] = item
+            added.append(item)
+        if hold and added:
+            if not self._held:
+                self._held_since = self.clock.now()
+            self._held.extend(added)
+            self._log("event_held", event=ev.kind, content=ev.content[:200],
+                      reason="queued until the next tool result")
+
+    def _interrupt(self, ev: Event, d: RouteDecision) -> None:
+        """Force an early boundary: cut the model call in flight, answer tool calls still
+        starting with a placeholder, stop running actions when asked, deliver everything
+        pending with the urgent event and call the model at once."""
+        if self.status not in ACTIVE_STATUSES:
+            return
+        if ev.kind == "monitor_flag":
+            v = ev.context.get("verdict")
+            if not (isinstance(v, MonitorVerdict) and v.decision == "fail"
+                    and v.action_id in self.actions and v.action_id not in self.woken_for_fail
+                    and self.status == "running"):
+                return  # a repeated or stale flag is no reason to cut anything
+        what = f"{ev.source} {ev.kind}" + (f" {ev.content[:80]!r}" if ev.content else "")
+        if ev.kind == "operator":
+            who = "by the operator's takeover"
+        elif ev.kind in ("cancel", "reset"):
+            who = f"by the operator's {ev.kind}"
+        else:
+            who = f"by the user ({ev.content[:80]!r})"
+        cut = self._cut_turn(what, d.stop, who)
+        stopped: list[str] = []
+        if d.stop and ev.kind == "message":
+            now = self.clock.now()
+            for aid, info in list(self.actions.items()):
+                # a call cancelled before it started has already ended: wait for its end too
+                if info.handle.status.terminal or self._stop_task(aid, info, f"cancelled {who}",
+                                                                  by="user"):
+                    stopped.append(aid)
+                    self._stopping[aid] = now
+            self._plan_hold = True
+        released = self._release_held()
+        self._urgent = True
+        self._log("interrupt", event=ev.kind, source=ev.source, content=ev.content[:200],
+                  cut=cut, stopped=stopped, released_events=released, reason=d.reason)
+
+    def _cut_turn(self, what: str, cancel: bool, who: str) -> str:
+        """End the turn in flight now.  Returns what was cut: '' (nothing), 'model_call' (the
+        reply is discarded: the turn token is dropped, so a reply still being computed on a
+        worker thread is never read) or 'pending_calls' (placeholders were given)."""
+        turn = self.turn
+        if turn is None:
+            return ""
+        if turn.future is not None:
+            turn.future.cancel()  # a call not yet running never runs
+            self.turn = None
+            self._log("planner_reply_discarded", turn=turn.turn_file,
+                      reason=f"interrupted by {what}")
+            return "model_call"
+        self._poll_pending(turn)  # skills that did start get their real result
+        if self.turn is not turn:
+            return ""
+        for ps in turn.pending:
+            if cancel:
+                ps.handle.cancel()
+                text = placeholder_cancelled(ps.tool, ps.action_id, who)
+            else:
+                self._background.append(ps)
+                text = placeholder_running(ps.tool, ps.action_id, what)
+            turn.results[ps.call.id] = _tool_msg(ps.call, text, error=cancel)
+            self._log("tool_placeholder", tool=ps.tool, action_id=ps.action_id, text=text)
+        turn.pending.clear()
+        self._poll_pending(turn)
+        return "pending_calls"
+
+    def _stop_task(self, aid: str, info: ActionInfo, reason: str, by: str) -> bool:
+        """Stop a running task with a reason the planner will read in its end event."""
+        try:
+            r = self.bus.call(names.SKILL_CONCLUDE, {
+                "action_id": aid, "outcome": "stopped", "generation": self.generation,
+                "reason": reason}, timeout_s=2.0)
+            ok = bool(r.get("ok"))
+        except Exception:
+            ok = False
+        if not ok:  # not started yet, or the conclude service is unreachable
+            ok = info.handle.cancel()
+        self._log("stop_action", by=by, action_id=aid, tool=info.tool, reason=reason,
+                  accepted=ok)
+        return ok
+
+    def _release_held(self) -> int:
+        n = len(self._held)
+        if n:
+            self._held.clear()
+            self._wake("message")
+        return n
+
+    def _waiting_for_stop(self, now: float) -> bool:
+        """After a user stop, the re-plan call waits (at most ``STOP_WAIT_S``) for the stopped
+        actions to end, so it sees their ends instead of being woken again for them."""
+        for aid, t in list(self._stopping.items()):
+            if aid not in self.actions or now - t >= STOP_WAIT_S:
+                del self._stopping[aid]
+        return bool(self._stopping)
+
+    def _reset_event_state(self) -> None:
+        self._held.clear()
+        self._stopping.clear()
+        self._background.clear()
+        self._progress_seen.clear()
+        self._plan_hold = False
+        self._urgent = False
+        self._boundary = False
+        gone = self.timers.clear()
+        if gone:
+            self._log("timers_cleared", timers=[t.timer_id for t in gone],
+                      reason="the run is over")
+
+    def _poll_side(self, now: float) -> None:
+        """Everything routing adds to a tick: side calls, timers, task progress, starts that
+        were answered with a placeholder, and the release of held events."""
+        for sc in list(self._side):
+            limit = (self.router.timeout_s if sc.kind == "router"
+                     else self.config.planner.timeout_s) + 5.0
+            if not sc.future.done():
+                if now - sc.started_at <= limit:
+                    continue
+                sc.future.cancel()
+                self._side.remove(sc)
+                self._side_done(sc, None, ModelError("timeout", f"no answer in {limit:g} s"))
+                continue
+            self._side.remove(sc)
+            try:
+                reply: ModelReply | None = sc.future.result()
+                error: BaseException | None = None
+            except BaseException as e:
+                reply, error = None, e
+            self._side_done(sc, reply, error)
+        if self.status not in ACTIVE_STATUSES:
+            if self._held or len(self.timers) or self._background:
+                self._reset_event_state()
+            return
+        for t in self.timers.pop_due():
+            self._route(Event("timer", "timer", t.note, {
+                "timer_id": t.timer_id, "repeat": t.repeat, "fired": t.fired,
+                "seconds": t.seconds}, "queue", "timer", now))
+        self._poll_progress(now)
+        self._poll_background(now)
+        self._held = [h for h in self._held if any(n is h for n in self.news)]
+        if self._held and (self._boundary or not self.actions or self.status != "running"
+                           or self.wake_reasons
+                           or now - self._held_since >= self.config.events.max_hold_s):
+            self._release_held()
+        self._boundary = False
+
+    def _side_done(self, sc: _SideCall, reply: ModelReply | None,
+                   error: BaseException | None) -> None:
+        if sc.kind == "router":
+            self._apply_route(sc.event, self.router.parse(reply, error, self._route_ctx()))
+            return
+        question = sc.event.content
+        answer = reply.text.strip()[:2000] if reply is not None else ""
+        if reply is not None:
+            for k, v in reply.usage.as_dict().items():
+                self.usage_total[k] = self.usage_total.get(k, 0) + v
+        if not answer:
+            why = (f"{error.kind}: {error.message}" if isinstance(error, ModelError)
+                   else f"{type(error).__name__}: {error}" if error is not None
+                   else "empty answer")
+            self._log("parallel_failed", question=question, error=why)
+            if sc.entry is not None and sc.entry in self.conversation:
+                self.conversation.remove(sc.entry)  # the main task answers it instead
+            self._dispatch(sc.event, RouteDecision(
+                "queue", f"the parallel answer failed ({why})", "fallback"))
+            return
+        self.conversation.append({"role": "agent", "text": answer, "parallel": True})
+        self._log("parallel_answer", question=question, answer=answer,
+                  latency_s=round(time.monotonic() - sc.wall_start, 4),
+                  usage=None if reply is None else reply.usage.as_dict())
+        if self.status in ACTIVE_STATUSES:
+            # joins the main trajectory with the next delivery; it wakes nothing
+            self.news.append(NewsItem(parallel_note(question, answer), "parallel answer",
+                                      str(sc.event.context.get("by") or "user")))
+        self._publish_state()
+
+    def _ask_parallel(self, ev: Event) -> None:
+        """Answer an independent quick question in its own model call (same provider, a short
+        prompt, no tools) while the main task carries on undisturbed."""
+        entry = {"role": "user", "text": ev.content, "by": ev.context.get("by")}
+        self.conversation.append(entry)
+        now = self.clock.now()
+        running = ", ".join(f"{a.action_id} {a.tool} ({now - a.started_at:.1f} s)"
+                            for a in self.actions.values()) or "nothing"
+        text = (f"Now: {self.clock.wall()} (UTC)\nMain task: {self.task or '-'}\n"
+                f"Running: {running}\n\nQuestion: {ev.content}")
+        req = ModelRequest(PARALLEL_SYSTEM, (Message.user(text),), (),
+                           min(512, self.config.planner.max_tokens), purpose="planner")
+        provider, timeout = self.provider, self.config.planner.timeout_s
+        self._log("parallel_question", question=ev.content)
+        fut = self.caller.submit(lambda: provider.complete(req, timeout_s=timeout))
+        self._side.append(_SideCall("parallel", ev, fut, now, time.monotonic(), entry))
+        self._publish_state()
+
+    def _handle_timer(self, ev: Event) -> None:
+        c = ev.context
+        every = (f" (#{c.get('fired')}, repeats every {float(c.get('seconds') or 0):g} s)"
+                 if c.get("repeat") else "")
+        self._log("timer_fired", timer_id=c.get("timer_id"), note=ev.content,
+                  fired=c.get("fired"))
+        if self.status not in ACTIVE_STATUSES:
+            return
+        self.news.append(f"Timer {c.get('timer_id')} fired{every}"
+                         + (f": {ev.content}" if ev.content else "."))
+        self._wake("timer")
+
+    def _poll_progress(self, now: float) -> None:
+        """Progress from goal feedback, as a queue event each time a task crosses another
+        ``progress_step`` (rate-limited; it never wakes the planner by itself)."""
+        step = self.config.events.progress_step
+        for aid in [a for a in self._progress_seen if a not in self.actions]:
+            del self._progress_seen[aid]
+        for aid, info in list(self.actions.items()):
+            fb = info.handle.feedback
+            if not isinstance(fb, SkillFeedback) or not 0.0 <= fb.progress < 1.0:
+                continue
+            bucket = int(fb.progress / step + 1e-9)
+            if bucket <= self._progress_seen.get(aid, 0):
+                continue
+            self._progress_seen[aid] = bucket
+            self._route(Event("skills", "task", f"{pct(fb.progress)} ({fb.phase})", {
+                "action_id": aid, "tool": info.tool, "progress": fb.progress,
+                "phase": fb.phase, "elapsed_s": round(now - info.started_at, 2)},
+                "queue", "task_progress", now))
+
+    def _handle_progress(self, ev: Event) -> None:
+        c = ev.context
+        aid, tool = str(c.get("action_id", "")), str(c.get("tool", ""))
+        self._log("task_progress", action_id=aid, tool=tool, progress=c.get("progress"),
+                  phase=c.get("phase"))
+        if self.status not in ACTIVE_STATUSES or aid not in self.actions:
+            return
+        replace_progress(self.news, NewsItem(
+            f"Task {aid} ({tool}) is {pct(float(c.get('progress', 0.0)))} done "
+            f"(phase {c.get('phase')}, {float(c.get('elapsed_s', 0.0)):.1f} s in); still "
+            "running, no result yet.", "progress report", f"{tool} {aid}", aid))
+
+    def _poll_background(self, now: float) -> None:
+        """Skill starts whose tool call an interrupt answered with a placeholder."""
+        for ps in list(self._background):
+            st = ps.handle.status
+            if st.terminal:  # refused or already ended: its end event reports it
+                self._background.remove(ps)
+            elif st == GoalStatus.EXECUTING or ps.handle.feedback is not None:
+                self._background.remove(ps)
+                step = self.plan.claim(ps.tool, ps.action_id)
+                info = self.actions.get(ps.action_id)
+                if info is not None and step is not None:
+                    info.step = step.index
+                self._log("action_started", action_id=ps.action_id, tool=ps.tool,
+                          params=info.params if info else {},
+                          step=step.index if step else None, after_placeholder=True)
+                self.news.append(NewsItem(
+                    f"Task {ps.action_id} ({ps.tool}) has now started (its call was answered "
+                    "with a placeholder); its result arrives as its own event.",
+                    "tool result", f"{ps.tool} {ps.action_id}", ps.action_id))
+            elif now - ps.sent_at > 5.0:
+                self._background.remove(ps)
+                ps.handle.cancel()  # its end ("cancelled before it started") is reported
+
+    # seed 004: task and timer tools ----------------------------------------------------------
+    def _task_tool(self, turn: _Turn, call: ToolCall, name: str, args: dict[str, Any]) -> None:
+        if name == "task_status":
+            turn.results[call.id] = _tool_msg(call, self._task_status(str(args["task_id"])))
+        elif name == "cancel_task":
+            aid = str(args["task_id"])
+            info = self.actions.get(aid)
+            if info is None:
+                ended = self._ended_tasks.get(aid)
+                raise ToolCallRejected(
+                    f"task {aid} already ended ({ended})" if ended else
+                    f"no running task {aid} (running: {', '.join(self.actions) or 'none'})")
+            fb = info.handle.feedback
+            at = (f", at {pct(fb.progress)}" if isinstance(fb, SkillFeedback)
+                  and fb.progress >= 0 else "")
+            reason = "cancelled by the planner" + (f": {args['reason']}"
+                                                   if args.get("reason") else "")
+            if not self._stop_task(aid, info, reason, by="agent"):
+                raise ToolCallRejected(f"task {aid} could not be cancelled (it may be ending)")
+            turn.results[call.id] = _tool_msg(
+                call, f"cancelling task {aid} ({info.tool}{at}): it stops at the next control "
+                      "tick; its end arrives as its own event and you will be woken then")
+            turn.waits = True
+        elif name == "set_timer":
+            try:
+                t = self.timers.set(float(args["seconds"]), str(args.get("note", "")),
+                                    bool(args.get("repeat", False)))
+            except TimerError as e:
+                raise ToolCallRejected(str(e)) from e
+            self._log("timer_set", timer_id=t.timer_id, seconds=t.seconds, note=t.note,
+                      repeat=t.repeat)
+            turn.results[call.id] = _tool_msg(
+                call, f"timer {t.timer_id} set: {t.describe(self.clock.now())}. It arrives as "
+                      "its own event.")
+            turn.waits = True
+        elif name == "cancel_timer":
+            tid = str(args["timer_id"])
+            gone = self.timers.cancel(tid)
+            if gone is None:
+                ids = ", ".join(t.timer_id for t in self.timers.active) or "none"
+                raise ToolCallRejected(f"no timer {tid} (set: {ids})")
+            self._log("timer_cancelled", timer_id=tid)
+            turn.results[call.id] = _tool_msg(call, f"timer {tid} cancelled")
+
+    def _task_status(self, aid: str) -> str:
+        info = self.actions.get(aid)
+        if info is None:
+            ended = self._ended_tasks.get(aid)
+            if ended is not None:
+                return f"task {aid}: ended ({ended}); its result was delivered as an event."
+            raise ToolCallRejected(f"no task {aid} (running: "
+                                   f"{', '.join(self.actions) or 'none'})")
+        st, fb = info.handle.status, info.handle.feedback
+        if aid in self._stopping or st == GoalStatus.CANCELING:
+            state = "stopping"
+        elif st == GoalStatus.ACCEPTED and fb is None:
+            state = "starting"
+        else:
+            state = "running"
+        phase = fb.phase if isinstance(fb, SkillFeedback) else "starting"
+        progress = (pct(fb.progress) if isinstance(fb, SkillFeedback) and fb.progress >= 0
+                    else "unknown")
+        elapsed = self.clock.now() - info.started_at
+        return (f"task {aid} ({info.tool}): state {state}, phase {phase}, progress {progress}, "
+                f"{elapsed:.1f} s elapsed. No result yet: it arrives as its own event when the "
+                "task ends.")
 
     def _wake(self, reason: str) -> None:
         self.wake_reasons.append(reason)
@@ -719,7 +1198,7 @@ class Planner:
         reasons = ", ".join(dict.fromkeys(self.wake_reasons)) or "continue"
         lines = [f"[woken: {reasons}]"]
         if self.news:
-            lines.append("What happened:\n" + "\n".join(f"- {n}" for n in self.news))
+            lines.append(render_news(self.news))
         lines.append("Plan:\n" + self.plan.render())
         now = self.clock.now()
         running = [f"{a.action_id} {a.tool} ({now - a.started_at:.1f} s)"
@@ -802,6 +1281,8 @@ class Planner:
                 return
             assert reply is not None
             self._handle_reply(turn, reply)
+            if self.turn is not turn:
+                return  # a text-only reply closed the turn itself (and chose to continue or not)
         self._poll_pending(turn)
 
     def _record_turn(self, turn: _Turn, reply: ModelReply | None, error: ModelError | None,
@@ -832,13 +1313,14 @@ class Planner:
                   error=None if error is None else error.as_dict())
 
     def _handle_reply(self, turn: _Turn, reply: ModelReply) -> None:
+        self._plan_hold = False  # the planner has answered since the user's stop
         self.messages.append(Message("assistant", (TextPart(reply.text),) if reply.text else (),
                                      reply.tool_calls))
         if reply.text:
             self.conversation.append({"role": "agent", "text": reply.text})
         if not reply.tool_calls:
             self.text_only_replies += 1
-            if self.actions:
+            if self.actions or len(self.timers):  # it waits for a task's end or a timer
                 self.turn = None
                 return
             if self.text_only_replies >= 2:
@@ -926,6 +1408,8 @@ class Planner:
             turn.results[call.id] = _tool_msg(call, "run ended")
             turn.ended = True
             self._finish_after_turn = (bool(args["success"]), str(args["summary"]))
+        elif name in TASK_TOOLS:
+            self._task_tool(turn, call, name, args)
         elif name in self.specs:
             self._call_skill(turn, call)
         else:
@@ -1014,8 +1498,10 @@ class Planner:
                           params=self.actions[ps.action_id].params if ps.action_id in
                           self.actions else {}, step=step.index if step else None)
                 turn.results[ps.call.id] = _tool_msg(
-                    ps.call, f"started action {ps.action_id} ({ps.tool}); you will be woken "
-                             "when it ends or something needs you")
+                    ps.call, f"started action {ps.action_id} ({ps.tool}): task id "
+                             f"{ps.action_id}, running in the background with no result yet; "
+                             "its result arrives as its own event. You will be woken when it "
+                             "ends or something needs you")
             elif st.terminal:
                 turn.pending.remove(ps)
                 self.actions.pop(ps.action_id, None)
@@ -1045,7 +1531,7 @@ class Planner:
                 self._advance_generation("finish_task", "agent")
             self._end_run("succeeded" if ok else "failed", summary)
             return
-        if turn.started_any or turn.ended:
+        if turn.started_any or turn.ended or turn.waits:
             self.continue_turn = False
         else:
             self.continue_turn = True
@@ -1106,7 +1592,7 @@ def _describe(spec: ToolSpec) -> str:
         parts.append("Runs until the monitor or its time limit ends it.")
     for ex in spec.examples:
         parts.append(f"Example: {json.dumps(ex.get('params', {}))} when {ex.get('when', '')}")
-    return " ".join(p for p in parts if p)
+    return describe_async(" ".join(p for p in parts if p))
 
 
 def _spec_from_dict(d: Mapping[str, Any]) -> ToolSpec:

@@ -1,0 +1,251 @@
+// Operator panel: everything arrives pushed over one EventSource (/events); commands are JSON
+// POSTs.  Camera frames are announced by the server and fetched once per announcement, one
+// request in flight per camera, so a slow page never piles requests up.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const S = { client: null, holder: null, state: null, operator: null, want: {}, shown: {},
+            loading: {}, events: 0 };
+const MAX_EVENTS = 300;
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v;
+    else if (k.startsWith("data-")) e.setAttribute(k, v);
+    else e[k] = v;
+  }
+  for (const c of children) if (c !== null && c !== undefined)
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+function short(obj, n) {
+  let s;
+  try { s = typeof obj === "string" ? obj : JSON.stringify(obj); } catch (_) { s = String(obj); }
+  return s && s.length > n ? s.slice(0, n - 1) + "…" : (s || "");
+}
+
+function notice(text) { $("notice").textContent = text || ""; }
+
+async function post(path, payload, quiet) {
+  try {
+    const r = await fetch(path, { method: "POST", headers: { "content-type": "application/json" },
+                                  body: JSON.stringify(Object.assign({ client: S.client }, payload || {})) });
+    const data = await r.json().catch(() => ({ ok: r.ok, reason: r.statusText }));
+    if (!data.ok) { if (!quiet) notice(data.reason || ("failed: " + r.status)); }
+    else notice("");
+    return data;
+  } catch (e) {
+    notice("not sent: " + e);
+    return { ok: false, reason: String(e) };
+  }
+}
+
+// ---- rendering --------------------------------------------------------------------------
+function renderState() {
+  const st = S.state || {};
+  $("status").textContent = (st.status || "unknown").replace("_", " ");
+  $("status").dataset.status = st.status || "unknown";
+  $("task").textContent = st.task || "";
+  $("generation").textContent = st.generation ? "gen " + st.generation : "";
+
+  const plan = $("plan");
+  plan.replaceChildren();
+  for (const step of st.plan || []) {
+    plan.append(el("li", { "data-status": step.status || "pending", "data-step": step.step },
+      step.description || "",
+      step.tool ? el("span", { class: "tool" }, " " + step.tool) : null,
+      el("span", { class: "state" }, step.status || "pending")));
+  }
+  if (!plan.children.length) plan.append(el("li", { class: "empty muted" }, "no plan yet"));
+
+  const acts = $("actions");
+  acts.replaceChildren();
+  for (const a of st.actions || []) {
+    const li = el("li", { "data-action": a.action_id, "data-tool": a.tool },
+      el("span", { class: "elapsed", "data-action": a.action_id },
+         (Number(a.elapsed_s) || 0).toFixed(1) + " s"),
+      el("span", { class: "tool" }, a.tool), " ", el("span", { class: "muted" }, a.action_id),
+      " ", el("span", { class: "muted" }, short(a.params || {}, 80)));
+    for (const v of a.verdicts || []) li.append(verdictEl(v));
+    acts.append(li);
+  }
+  if (!acts.children.length) acts.append(el("li", { class: "empty muted" }, "nothing running"));
+
+  const conv = $("conversation");
+  const atBottom = conv.scrollHeight - conv.scrollTop - conv.clientHeight < 40;
+  conv.replaceChildren();
+  for (const m of st.conversation || [])
+    conv.append(el("div", { class: "msg", "data-role": m.role === "user" ? "user" : "agent" },
+                   m.text || ""));
+  if (atBottom) conv.scrollTop = conv.scrollHeight;
+  renderTakeover();
+}
+
+function verdictEl(v) {
+  const p = typeof v.probability === "number" ? " p=" + v.probability.toFixed(2) : "";
+  const d = v.decision ? " → " + v.decision : "";
+  return el("span", { class: "verdict", "data-decision": v.decision || "",
+                      "data-question": v.question || "" },
+            (v.source === "controller" ? "controller: " : "monitor: ") +
+            (v.question || "") + " = " + (v.value || "") + p + d +
+            (v.reason ? " (" + v.reason + ")" : ""));
+}
+
+function renderTakeover() {
+  const op = S.operator;
+  const paused = S.state && S.state.status === "paused";
+  $("takeover").hidden = !(op || paused);
+  $("takeover-hint").hidden = !paused;
+  $("takeover-text").textContent = op ? (op.action || "") + " " +
+    (op.detail && Object.keys(op.detail).length ? short(op.detail, 120) : "") : "";
+}
+
+function addEvent(ev) {
+  const list = $("events");
+  const t = (ev.t || "").replace(/^.*T/, "").replace("Z", "");
+  list.append(el("li", { "data-kind": ev.kind || "", "data-by": ev.by || "" },
+                 el("span", { class: "t" }, t), ev.text || ev.kind));
+  while (list.children.length > MAX_EVENTS) list.firstChild.remove();
+  list.scrollTop = list.scrollHeight;
+}
+
+function renderLock() {
+  const mine = S.client && S.holder === S.client;
+  const lock = $("lock");
+  lock.dataset.mine = mine ? "true" : "false";
+  lock.textContent = mine ? "You have control" :
+    (S.holder ? "Viewing — another viewer has control" : "Viewing — no one has control");
+  $("take").hidden = !!mine;
+  $("send").disabled = !mine;
+  $("reset").disabled = !mine;
+  $("input").placeholder = mine ? "Type a task, /cancel or /reset" :
+    "Viewing only (take control to send); /cancel still works";
+}
+
+// ---- cameras ----------------------------------------------------------------------------
+function camId(topic) { return "cam-" + topic.replace(/[^A-Za-z0-9_-]/g, "_"); }
+
+function ensureCameras(topics) {
+  const box = $("cameras");
+  for (const topic of topics) {
+    if (topic === "agent/view" || document.getElementById(camId(topic))) continue;
+    box.append(el("figure", {}, el("img", { id: camId(topic), alt: topic, "data-topic": topic }),
+                  el("figcaption", {}, topic)));
+  }
+}
+
+function imgFor(topic) { return topic === "agent/view" ? $("view") : $(camId(topic)); }
+
+function loadFrame(topic) {
+  const img = imgFor(topic);
+  if (!img) return;
+  const seq = S.want[topic];
+  S.loading[topic] = true;
+  const done = (ok) => {
+    S.loading[topic] = false;
+    if (ok) {
+      S.shown[topic] = seq;
+      img.dataset.seq = seq;
+      if (topic === "agent/view") $("view-empty").hidden = true;
+    }
+    if (S.want[topic] > (S.shown[topic] || 0) && ok) loadFrame(topic);
+  };
+  img.onload = () => done(true);
+  img.onerror = () => done(false);
+  img.src = "/frame?topic=" + encodeURIComponent(topic) + "&seq=" + seq;
+}
+
+function onFrame(topic, seq) {
+  if (topic !== "agent/view") ensureCameras([topic]);
+  S.want[topic] = seq;
+  if (!S.loading[topic]) loadFrame(topic);
+}
+
+// ---- the stream -------------------------------------------------------------------------
+function handle(m) {
+  switch (m.type) {
+    case "hello":
+      S.client = m.client;
+      document.body.dataset.client = m.client;
+      break;
+    case "state":
+      S.state = m.state;
+      S.operator = m.operator;
+      renderState();
+      break;
+    case "events":
+      $("events").replaceChildren();
+      for (const ev of m.events || []) addEvent(ev);
+      break;
+    case "event":
+      addEvent(m.event);
+      if (m.event.kind === "operator_takeover") {
+        S.operator = { action: (m.event.text || "").replace(/^operator took over: /, ""), detail: {} };
+        renderTakeover();
+      }
+      break;
+    case "verdict": {
+      const v = m.verdict;
+      for (const a of (S.state && S.state.actions) || []) {
+        if (a.action_id !== v.action_id) continue;
+        a.verdicts = (a.verdicts || []).filter((x) => x.question !== v.question).concat([v]);
+      }
+      renderState();
+      break;
+    }
+    case "operator":
+      S.operator = m.operator;
+      renderTakeover();
+      break;
+    case "tick":
+      for (const [id, s] of Object.entries(m.elapsed || {})) {
+        for (const e of document.querySelectorAll('.elapsed[data-action="' + id + '"]'))
+          e.textContent = Number(s).toFixed(1) + " s";
+        for (const a of (S.state && S.state.actions) || [])
+          if (a.action_id === id) a.elapsed_s = s;
+      }
+      break;
+    case "lock":
+      S.holder = m.holder;
+      renderLock();
+      if (!m.holder && S.client) post("/api/lock", {}, true);
+      break;
+    case "cameras":
+      ensureCameras(m.topics || []);
+      break;
+    case "frame":
+      onFrame(m.topic, m.seq);
+      break;
+    case "dropped":
+      $("dropped").textContent = "(" + m.count + " updates dropped; resynced)";
+      break;
+  }
+}
+
+function connect() {
+  const es = new EventSource("/events");
+  es.onopen = () => { $("conn").dataset.ok = "true"; };
+  es.onerror = () => { $("conn").dataset.ok = "false"; S.client = null; renderLock(); };
+  es.onmessage = (e) => {
+    try { handle(JSON.parse(e.data)); } catch (err) { console.error("panel message", err); }
+  };
+}
+
+// ---- commands ---------------------------------------------------------------------------
+$("form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const input = $("input");
+  const text = input.value.trim();
+  if (!text) return;
+  const r = text.split(" ")[0] === "/cancel" ? await post("/api/cancel", {})
+                                             : await post("/api/message", { text });
+  if (r.ok) input.value = "";
+});
+$("cancel").addEventListener("click", () => post("/api/cancel", {}));
+$("reset").addEventListener("click", () => post("/api/reset", {}));
+$("take").addEventListener("click", () => post("/api/lock", {}));
+
+renderLock();
+connect();

@@ -1,0 +1,315 @@
+"""The small interface every front end (web panel, terminal chat) talks to the agent through.
+
+A front end only ever *sends* the three agent commands (``agent/message`` {text},
+``agent/cancel`` {by}, ``agent/reset`` {by}) and *reads* ``agent/state`` (latched),
+``agent/events``, ``monitor/verdicts``, ``operator/events`` and image topics.  :class:`AgentLink`
+names exactly that; :class:`BusLink` implements it on the in-process :class:`Bus` (the embedded
+default).  A ROS graph is reached by handing :class:`BusLink` any object with the Bus's
+``subscribe`` / ``call`` / ``endpoints`` surface backed by rclpy (that adapter lives in
+``solarian_agent.ros``, the only package that imports rclpy).
+
+Callbacks registered here run on whatever thread publishes (the control loop in-process, an
+executor thread under ROS): they must be cheap and must never raise, so every callback is
+wrapped and its errors counted instead of propagated into the publisher.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
+
+from ..core import names
+from ..core.messages import AgentEvent, AgentState, Image, MonitorVerdict, OperatorEvent
+from ..core.transport import LATCHED, QoS
+
+log = logging.getLogger(__name__)
+
+Reply = dict[str, Any]
+
+
+class AgentLink(Protocol):
+    """What a front end needs from the agent, whatever carries it."""
+
+    def message(self, text: str) -> Reply: ...
+
+    def cancel(self, by: str = "operator") -> Reply: ...
+
+    def reset(self, by: str = "operator") -> Reply: ...
+
+    def on_state(self, cb: Callable[[AgentState], None]) -> None: ...
+
+    def on_event(self, cb: Callable[[AgentEvent], None]) -> None: ...
+
+    def on_verdict(self, cb: Callable[[MonitorVerdict], None]) -> None: ...
+
+    def on_operator(self, cb: Callable[[OperatorEvent], None]) -> None: ...
+
+    def image_topics(self) -> list[str]: ...
+
+    def latest_image(self, topic: str) -> Image | None: ...
+
+    def close(self) -> None: ...
+
+
+class BusLike(Protocol):
+    endpoints: Any
+
+    def subscribe(self, name: str, msg_type: str, callback: Callable[[Any], None] | None = ...,
+                  qos: QoS = ..., node: str = ...) -> Any: ...
+
+    def call(self, name: str, request: Any, timeout_s: float = ...) -> Any: ...
+
+
+def discover_cameras(bus: BusLike) -> list[str]:
+    """Image topics published on the bus, agent/view excluded, in creation order."""
+    out: list[str] = []
+    for e in list(getattr(bus, "endpoints", ())):
+        if (getattr(e, "kind", "") == "publisher" and getattr(e, "type", "") == names.T_IMAGE
+                and e.name != names.AGENT_VIEW and e.name not in out):
+            out.append(e.name)
+    return out
+
+
+class BusLink:
+    """:class:`AgentLink` over a :class:`~solarian_agent.core.transport.Bus` (or a look-alike).
+
+    ``cameras`` are camera names (``cam`` -> ``cam/image_raw``) or full topic names; ``None``
+    discovers the image topics already published on the bus.  ``agent/view`` is always
+    included.
+    """
+
+    def __init__(self, bus: BusLike, cameras: Iterable[str] | None = None, *,
+                 service_timeout_s: float = 2.0, node: str = "ui") -> None:
+        self.bus = bus
+        self.node = node
+        self.service_timeout_s = service_timeout_s
+        self.callback_errors = 0
+        self._lock = threading.Lock()
+        self._cbs: dict[str, list[Callable[[Any], None]]] = {
+            "state": [], "event": [], "verdict": [], "operator": []}
+        self._subs: list[Any] = []
+        if cameras is None:
+            topics = discover_cameras(bus)
+        else:
+            topics = [c if c.endswith("/image_raw") or "/" in c else names.image_topic(c)
+                      for c in cameras]
+        self._topics = [*topics, names.AGENT_VIEW]
+        self._images: dict[str, Any] = {}
+        for t in self._topics:
+            self._images[t] = bus.subscribe(t, names.T_IMAGE, None, QoS(depth=1), node)
+        self._subs.extend(self._images.values())
+        self._subs.append(bus.subscribe(names.AGENT_STATE, names.T_AGENT_STATE,
+                                        self._dispatcher("state"), LATCHED, node))
+        self._subs.append(bus.subscribe(names.AGENT_EVENTS, names.T_AGENT_EVENT,
+                                        self._dispatcher("event"), QoS(depth=1), node))
+        self._subs.append(bus.subscribe(names.MONITOR_VERDICTS, names.T_MONITOR_VERDICT,
+                                        self._dispatcher("verdict"), QoS(depth=1), node))
+        self._subs.append(bus.subscribe(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT,
+                                        self._dispatcher("operator"), QoS(depth=1), node))
+        self._last_state: AgentState | None = None
+
+    # reading -----------------------------------------------------------------------------
+    def _dispatcher(self, kind: str) -> Callable[[Any], None]:
+        def deliver(msg: Any) -> None:
+            if kind == "state":
+                self._last_state = msg
+            with self._lock:
+                cbs = list(self._cbs[kind])
+            for cb in cbs:
+                try:
+                    cb(msg)
+                except Exception:  # never into the publisher's thread
+                    self.callback_errors += 1
+                    log.exception("ui callback for %s failed", kind)
+        return deliver
+
+    def _add(self, kind: str, cb: Callable[[Any], None]) -> None:
+        with self._lock:
+            self._cbs[kind].append(cb)
+        if kind == "state" and self._last_state is not None:
+            try:
+                cb(self._last_state)
+            except Exception:
+                self.callback_errors += 1
+                log.exception("ui state callback failed")
+
+    def on_state(self, cb: Callable[[AgentState], None]) -> None:
+        self._add("state", cb)
+
+    def on_event(self, cb: Callable[[AgentEvent], None]) -> None:
+        self._add("event", cb)
+
+    def on_verdict(self, cb: Callable[[MonitorVerdict], None]) -> None:
+        self._add("verdict", cb)
+
+    def on_operator(self, cb: Callable[[OperatorEvent], None]) -> None:
+        self._add("operator", cb)
+
+    def image_topics(self) -> list[str]:
+        return list(self._topics)
+
+    def latest_image(self, topic: str) -> Image | None:
+        sub = self._images.get(topic)
+        if sub is None:
+            return None
+        img = sub.latest()
+        return img if isinstance(img, Image) else None
+
+    # commands ----------------------------------------------------------------------------
+    def _call(self, service: str, request: Mapping[str, Any]) -> Reply:
+        try:
+            r = self.bus.call(service, dict(request), timeout_s=self.service_timeout_s)
+        except Exception as e:
+            return {"ok": False, "reason": f"{service}: {type(e).__name__}: {e}"}
+        if isinstance(r, Mapping):
+            return {"ok": bool(r.get("ok", True)), "reason": str(r.get("reason", ""))}
+        return {"ok": True, "reason": ""}
+
+    def message(self, text: str) -> Reply:
+        return self._call(names.AGENT_MESSAGE, {"text": text})
+
+    def cancel(self, by: str = "operator") -> Reply:
+        return self._call(names.AGENT_CANCEL, {"by": by})
+
+    def reset(self, by: str = "operator") -> Reply:
+        return self._call(names.AGENT_RESET, {"by": by})
+
+    def close(self) -> None:
+        with self._lock:
+            for k in self._cbs:
+                self._cbs[k].clear()
+        for s in self._subs:
+            try:
+                s.close()
+            except Exception:
+                log.debug("closing a ui subscription failed", exc_info=True)
+        self._subs.clear()
+
+
+# ----------------------------------------------------------------------------------------
+# one-line descriptions shared by the chat, the panel and the episode viewer
+# ----------------------------------------------------------------------------------------
+def compact(obj: Any, limit: int = 160) -> str:
+    try:
+        s = json.dumps(obj, ensure_ascii=False, separators=(", ", ": "), default=str)
+    except Exception:
+        s = repr(obj)
+    return s if len(s) <= limit else s[:limit - 1] + "…"
+
+
+def _plan_text(plan: Any) -> str:
+    if not isinstance(plan, list):
+        return compact(plan)
+    parts = []
+    for st in plan:
+        if isinstance(st, Mapping):
+            parts.append(f"{st.get('step', '?')}. {st.get('description', '')} "
+                         f"[{st.get('status', '')}]")
+    return "; ".join(parts)
+
+
+def describe_event(kind: str, data: Mapping[str, Any]) -> str:
+    """A short human line for an agent event (episode-log kinds and their data)."""
+    d = data
+    g = d.get
+    try:
+        if kind == "run_started":
+            return f"run {g('run_id', '')} started: {g('task', '')}"
+        if kind == "run_continued":
+            return f"run {g('run_id', '')} continues from {g('continues_from', '')}"
+        if kind == "run_ended":
+            return f"run ended {g('status', '')}: {g('summary', '')}"
+        if kind == "planner_turn":
+            tools = ", ".join(g("tools") or []) or "no tools"
+            s = f"planner turn {g('turn', '')} ({g('latency_s', 0)} s) → {tools}"
+            if g("error"):
+                s += f" error: {compact(g('error'), 120)}"
+            return s
+        if kind == "plan_changed":
+            return "plan: " + _plan_text(g("plan"))
+        if kind == "plan_step":
+            return f"plan step {g('step')} started {g('tool')} {g('action_id', '')}"
+        if kind == "action_started":
+            who = " (plan)" if g("by_harness") else ""
+            return f"started {g('tool')} {g('action_id', '')} {compact(g('params', {}), 80)}{who}"
+        if kind == "action_ended":
+            r = f": {g('reason')}" if g("reason") else ""
+            return f"{g('tool')} {g('action_id', '')} {g('outcome')}{r}"
+        if kind in ("skill_started", "skill_stop", "skill_ended"):
+            r = f": {g('reason')}" if g("reason") else ""
+            extra = f" {g('outcome')}" if kind == "skill_ended" else ""
+            return f"{kind.replace('_', ' ')} {g('skill')} {g('action_id', '')}{extra}{r}"
+        if kind == "operator_event":
+            return f"operator: {g('action')} {compact(g('detail') or {}, 80)}"
+        if kind in ("monitor_answer", "monitor_verdict"):
+            dec = f" → {g('decision')}" if g("decision") else ""
+            p = g("probability")
+            ps = f" p={float(p):.2f}" if isinstance(p, (int, float)) else ""
+            return f"{g('source', 'monitor')} {g('action_id', '')}: {g('question')} = " \
+                   f"{g('value')}{ps}{dec}"
+        if kind == "monitor_decision":
+            ok = "" if g("accepted", True) else " (not accepted)"
+            return f"{g('source', 'monitor')} {g('decision')} {g('action_id', '')}{ok}"
+        if kind == "operator_takeover":
+            return f"operator took over: {g('action')} {compact(g('detail') or {}, 80)}"
+        if kind == "run_paused":
+            return f"run paused: {g('reason', '')}"
+        if kind == "run_resumed":
+            return "run resumed"
+        if kind == "ask_user":
+            return f"agent asks: {g('question', '')}"
+        if kind == "waiting_user":
+            return f"waiting for the operator: {g('question', '')}"
+        if kind in ("tool_refused", "action_refused", "target_rejected"):
+            return f"{kind.replace('_', ' ')} {g('tool', '')}: {g('reason', '')}"
+        if kind == "stop_action":
+            return f"stop {g('action_id')}: {g('reason', '')}"
+        if kind == "observe":
+            return "observed " + ", ".join(g("observations") or [])
+        if kind == "monitor_tick":
+            qs = ", ".join(str(q) for q in (g("questions") or []))
+            return f"monitor tick {g('tick', '')} {g('tool', '')} {g('action_id', '')} " \
+                   f"at {g('elapsed_s', '?')} s: {qs}"
+        if kind == "monitor_frame":
+            imgs = g("images") or []
+            cams = ", ".join(f"{i.get('camera', '')} {i.get('label', '')}".strip()
+                             for i in imgs if isinstance(i, Mapping))
+            return f"monitor frame {g('tool', '')} {g('action_id', '')}: {cams}"
+        if kind == "route":
+            return f"route {g('event', '')} from {g('source', '')} → {g('urgency', '')}" + (
+                f" ({g('reason')})" if g("reason") else "")
+        if kind == "interrupt":
+            return f"interrupt by {g('event', '')}: {g('content', '')}"
+        if kind == "event_held":
+            return f"held {g('event', '')}: {g('reason', '')}"
+        if kind == "task_progress":
+            p = g("progress")
+            ps = f" {float(p) * 100:.0f}%" if isinstance(p, (int, float)) and p >= 0 else ""
+            return f"{g('tool', '')} {g('action_id', '')} {g('phase', '')}{ps}"
+        if kind == "tool_placeholder":
+            return f"placeholder for {g('tool', '')} {g('action_id', '')}: {g('text', '')}"
+        if kind == "parallel_question":
+            return f"side question: {g('question', '')}"
+        if kind == "parallel_answer":
+            return f"side answer: {g('answer', '')}"
+        if kind in ("timer_set", "timer_fired", "timer_cancelled"):
+            return f"{kind.replace('_', ' ')} {g('timer_id', '')} {g('note', '')}".strip()
+        if kind == "planner_reply_discarded":
+            return f"planner reply discarded ({g('turn', '')}): {g('reason', '')}"
+        if kind in ("service_started", "service_stopped"):
+            verb = "started" if kind == "service_started" else "stopped"
+            params = f" {compact(g('params'), 80)}" if g("params") else ""
+            return f"{g('module', '')} {g('field', '')} {verb}{params}".strip()
+        if kind == "generation_advanced":
+            return f"generation → {g('generation')}: {g('reason', '')}"
+        if kind == "conversation_reset":
+            return "conversation reset"
+        if kind == "harness_error":
+            return f"harness error: {g('error')}"
+    except Exception:  # a malformed record still gets a line
+        pass
+    rest = {k: v for k, v in d.items() if k not in ("t", "kind")}
+    return f"{kind} {compact(rest)}" if rest else kind

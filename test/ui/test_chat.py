@@ -1,0 +1,154 @@
+"""The terminal chat against the embedded default (an in-process Bus with the toy harness)."""
+
+from __future__ import annotations
+
+import io
+import queue
+import threading
+
+from ui_helpers import Stepper, wait_for
+
+from solarian_agent.core.messages import AgentState
+from solarian_agent.models.scripted import reply
+from solarian_agent.testing.harness import Harness, make_harness
+from solarian_agent.ui.chat import ChatSession, _new_entries, main_chat
+
+
+class Typist:
+    """input() for tests: lines are fed from a queue; end of input after ``close``."""
+
+    def __init__(self) -> None:
+        self.q: queue.Queue[str | None] = queue.Queue()
+
+    def __call__(self, prompt: str) -> str:
+        line = self.q.get(timeout=20)
+        if line is None:
+            raise EOFError
+        return line
+
+    def type(self, line: str) -> None:
+        self.q.put(line)
+
+    def close(self) -> None:
+        self.q.put(None)
+
+
+class LockedIO(io.StringIO):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+
+    def write(self, s: str) -> int:
+        with self.lock:
+            return super().write(s)
+
+    def text(self) -> str:
+        with self.lock:
+            return self.getvalue()
+
+
+def test_chat_task_events_cancel_reset_and_quit(tmp_path):
+    h = make_harness([reply("On it: waiting a long time.", ("wait", {"seconds": 30}))],
+                     log_root=tmp_path)
+    typist, out = Typist(), LockedIO()
+    rc: list[int] = []
+    with Stepper(h, max_s=30) as stepper:
+        def embedded():
+            return h.bus, stepper.stop_event.set
+
+        t = threading.Thread(target=lambda: rc.append(main_chat(
+            ["--no-color"], embedded=embedded, input_fn=typist, out=out)))
+        t.start()
+        try:
+            _drive(h, typist, out)
+        finally:
+            typist.close()
+            t.join(10)
+        assert not t.is_alive() and rc == [0]
+        assert stepper.stop_event.is_set()  # the embedded runtime was stopped on the way out
+    text = out.text()
+    assert "/cancel  stop the run" in text
+    assert "[running → cancelled]" in text
+
+
+def _drive(h: Harness, typist: Typist, out: LockedIO) -> None:
+    typist.type("/help")
+    typist.type("wait for a while")
+    wait_for(lambda: h.planner.actions, 10, "the wait to start")
+    wait_for(lambda: "agent: On it: waiting a long time." in out.text(), 5, "the reply")
+    aid = next(iter(h.planner.actions))
+    wait_for(lambda: f"started wait {aid}" in out.text(), 5, "the action event")
+    typist.type("/status")
+    wait_for(lambda: f"running wait {aid}" in out.text(), 5, "the status")
+    typist.type("/cancel")
+    wait_for(lambda: h.planner.status == "cancelled" and not h.planner.actions, 10,
+             "the cancel")
+    wait_for(lambda: "run ended cancelled" in out.text(), 5, "the run end event")
+    wait_for(lambda: f"wait {aid} stopped" in out.text(), 5, "the action stop event")
+    typist.type("/reset")
+    wait_for(lambda: "conversation reset" in out.text(), 5, "the reset event")
+    assert h.planner.conversation == []
+    typist.type("/bogus")
+    wait_for(lambda: "unknown command /bogus" in out.text(), 5, "the unknown command")
+    typist.type("/quit")
+
+
+def test_chat_on_the_embedded_simulated_robot(tmp_path):
+    typist, out = Typist(), LockedIO()
+    typist.type("/status")
+    typist.type("/events")
+    typist.close()  # Ctrl-D
+    assert main_chat(["--no-log", "--no-color"], input_fn=typist, out=out) == 0
+    text = out.text()
+    assert "no agent state yet" in text or "status: idle" in text
+    assert "event lines off" in text
+
+
+def test_chat_over_ros_needs_the_ros_link(capsys):
+    try:
+        import solarian_agent.ros.ui_link  # noqa: F401
+    except ImportError:
+        assert main_chat(["--ros"]) == 2
+        assert "chat --ros needs" in capsys.readouterr().err
+
+
+def test_quiet_chat_prints_only_the_conversation():
+    class Link:
+        def __init__(self) -> None:
+            self.cbs: dict[str, object] = {}
+
+        def on_state(self, cb):
+            self.cbs["state"] = cb
+
+        def on_event(self, cb):
+            self.cbs["event"] = cb
+
+        def message(self, text):
+            return {"ok": False, "reason": "the agent is not running"}
+
+    link = Link()
+    out = LockedIO()
+    s = ChatSession(link, out, show_events=False)  # type: ignore[arg-type]
+    s.start()
+    from solarian_agent.core.messages import AgentEvent
+
+    link.cbs["event"](AgentEvent("2026-01-01T00:00:00.000Z", "plan_changed", {"plan": []}))
+    link.cbs["state"](AgentState(1, "running", "t", (), (), (
+        {"role": "user", "text": "hi"}, {"role": "agent", "text": "hello"})))
+    link.cbs["state"](AgentState(1, "running", "t", (), (), (
+        {"role": "user", "text": "hi"}, {"role": "agent", "text": "hello"},
+        {"role": "agent", "text": "again"})))
+    s.handle_line("go")
+    s.close()
+    text = out.text()
+    assert text.count("agent: hello") == 1 and "agent: again" in text
+    assert "plan" not in text and "not sent: the agent is not running" in text
+
+
+def test_new_entries_handles_a_sliding_window_and_a_reset():
+    a = [{"n": i} for i in range(5)]
+    assert _new_entries([], a) == a
+    assert _new_entries(a, a + [{"n": 5}]) == [{"n": 5}]
+    assert _new_entries(a, a[2:] + [{"n": 5}, {"n": 6}]) == [{"n": 5}, {"n": 6}]
+    assert _new_entries(a, [{"n": 9}]) == [{"n": 9}]
+    assert _new_entries(a, []) == []

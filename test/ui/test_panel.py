@@ -1,0 +1,250 @@
+"""The panel's server without a browser: the control lock, Cancel from any viewer, bad
+requests, errors that must not escape, bounded queues, loopback only."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+from ui_helpers import SSE, Stepper, get, post, wait_for
+
+from solarian_agent.core import names
+from solarian_agent.core.clock import FakeClock
+from solarian_agent.core.messages import AgentEvent, AgentState, Image
+from solarian_agent.core.transport import Bus
+from solarian_agent.models.scripted import reply
+from solarian_agent.testing.harness import make_harness
+from solarian_agent.ui.link import BusLink, describe_event
+from solarian_agent.ui.panel import PanelHub, _Intake, check_loopback, serve_panel
+
+
+class FakeLink:
+    """An AgentLink whose commands are recorded (or raise)."""
+
+    def __init__(self, raise_on: str = "") -> None:
+        self.cbs: dict[str, list[Any]] = {"state": [], "event": [], "verdict": [],
+                                          "operator": []}
+        self.sent: list[tuple[str, str]] = []
+        self.raise_on = raise_on
+        self.image: Image | None = None
+
+    def _cmd(self, what: str, arg: str) -> dict[str, Any]:
+        if what == self.raise_on:
+            raise RuntimeError(f"{what} exploded")
+        self.sent.append((what, arg))
+        return {"ok": True, "reason": ""}
+
+    def message(self, text: str) -> dict[str, Any]:
+        return self._cmd("message", text)
+
+    def cancel(self, by: str = "operator") -> dict[str, Any]:
+        return self._cmd("cancel", by)
+
+    def reset(self, by: str = "operator") -> dict[str, Any]:
+        return self._cmd("reset", by)
+
+    def on_state(self, cb: Any) -> None:
+        self.cbs["state"].append(cb)
+
+    def on_event(self, cb: Any) -> None:
+        self.cbs["event"].append(cb)
+
+    def on_verdict(self, cb: Any) -> None:
+        self.cbs["verdict"].append(cb)
+
+    def on_operator(self, cb: Any) -> None:
+        self.cbs["operator"].append(cb)
+
+    def image_topics(self) -> list[str]:
+        return ["cam/image_raw", "agent/view"]
+
+    def latest_image(self, topic: str) -> Image | None:
+        return self.image if topic == "cam/image_raw" else None
+
+    def close(self) -> None:
+        pass
+
+    def emit(self, kind: str, msg: Any) -> None:
+        for cb in self.cbs[kind]:
+            cb(msg)
+
+
+def test_lock_and_cancel_from_any_viewer(tmp_path):
+    h = make_harness([reply("waiting", ("wait", {"seconds": 30}))], log_root=tmp_path)
+    with Stepper(h, max_s=30):
+        panel = serve_panel(h.bus, h.clock, "127.0.0.1", 0)
+        a = b = None
+        try:
+            url = panel.url
+            a, b = SSE(url), SSE(url)
+            ca, cb = a.client, b.client
+            assert post(url, "api/lock", {"client": ca}) == (200, {"ok": True, "reason": "",
+                                                                   "holder": ca})
+            code, r = post(url, "api/lock", {"client": cb})
+            assert code == 403 and r["holder"] == ca
+            assert post(url, "api/lock", {"client": "made-up"})[0] == 403
+            # without the lock: no message, no reset
+            assert post(url, "api/message", {"client": cb, "text": "go"})[0] == 403
+            assert post(url, "api/message", {"text": "go"})[0] == 403
+            assert post(url, "api/reset", {"client": cb})[0] == 403
+            assert h.planner.status == "idle"
+            # with it: the task reaches the planner
+            assert post(url, "api/message", {"client": ca, "text": "wait for me"})[0] == 200
+            wait_for(lambda: h.planner.actions, 10, "the wait to start")
+            wait_for(lambda: any(m["state"]["actions"] for m in b.of("state")), 5,
+                     "viewer B to see the running action")
+            # Cancel is a safety command: the viewer without the lock may send it, bare
+            assert post(url, "api/cancel", b"", content_type="text/plain")[0] == 200
+            wait_for(lambda: h.planner.status == "cancelled" and not h.planner.actions, 10,
+                     "the cancel")
+            wait_for(lambda: any(m["state"]["status"] == "cancelled" for m in a.of("state")), 5,
+                     "the holder to see it")
+            # /cancel typed by a viewer also works without the lock
+            assert post(url, "api/message", {"client": cb, "text": "/cancel"})[0] == 200
+            # the holder leaves: the lock is free for the next viewer
+            a.close()
+            wait_for(lambda: panel.hub.lock.holder is None, 5, "the lock to be released")
+            wait_for(lambda: {"type": "lock", "holder": None} in b.of("lock"), 5,
+                     "B to hear the lock is free")
+            assert post(url, "api/lock", {"client": cb})[0] == 200
+            assert post(url, "api/unlock", {"client": cb})[0] == 200
+            assert post(url, "api/unlock", {"client": cb})[0] == 409
+        finally:
+            for s in (a, b):
+                if s is not None:
+                    s.close()
+            panel.stop()
+    assert panel.hub.pump_errors == 0
+
+
+def test_pages_assets_frames_and_bad_requests():
+    link = FakeLink()
+    frame = np.zeros((480, 640, 3), np.uint8)
+    frame[200:240, 300:340] = (0, 0, 255)
+    link.image = Image(frame, 1.0, "cam", 1)
+    with serve_panel(None, FakeClock(), "127.0.0.1", 0, link=link) as panel:
+        url = panel.url
+        code, body, ctype = get(url, "")
+        assert code == 200 and ctype.startswith("text/html") and b"panel.js" in body
+        for name, kind in (("panel.js", "javascript"), ("panel.css", "css")):
+            code, body, ctype = get(url, f"static/{name}")
+            assert code == 200 and kind in ctype and body
+        assert get(url, "static/../../setup.py")[0] == 404
+        assert get(url, "static/secret.txt")[0] == 404
+        code, body, ctype = get(url, "frame?topic=cam/image_raw")
+        assert code == 200 and ctype == "image/jpeg" and body[:2] == b"\xff\xd8"
+        assert get(url, "frame?topic=agent/view")[0] == 204  # nothing yet
+        assert get(url, "frame?topic=/etc/passwd")[0] == 404
+        # commands must be JSON: a cross-site form post cannot send one
+        assert post(url, "api/message", b"text=hi",
+                    content_type="application/x-www-form-urlencoded")[0] == 415
+        assert post(url, "api/lock", b"{not json")[0] == 400
+        assert post(url, "api/lock", b"[1, 2]")[0] == 400
+        assert link.sent == []
+
+
+def test_no_exception_escapes_a_handler():
+    link = FakeLink(raise_on="cancel")
+    with serve_panel(None, FakeClock(), "127.0.0.1", 0, link=link) as panel:
+        code, r = post(panel.url, "api/cancel", {})
+        assert code == 500 and r["ok"] is False and "RuntimeError" in r["reason"]
+        assert get(panel.url, "api/state")[0] == 200  # still serving
+
+
+def test_pump_survives_bad_messages():
+    link = FakeLink()
+    with serve_panel(None, FakeClock(), "127.0.0.1", 0, link=link) as panel:
+        s = SSE(panel.url)
+        try:
+            s.client  # noqa: B018 - connected
+            link.emit("state", object())  # not an AgentState
+            link.emit("event", AgentEvent("2026-01-01T00:00:00Z", "run_started",
+                                          {"run_id": "x/1", "task": "still here"}))
+            wait_for(lambda: s.of("event"), 5, "the event after the bad state")
+            assert "still here" in s.of("event")[0]["event"]["text"]
+            assert panel.hub.pump_errors == 1
+            link.emit("state", AgentState(3, "running", "t", ({"step": 1, "description": "d",
+                                                               "status": "pending"},),
+                                          (), ({"role": "user", "text": float("nan")},)))
+            wait_for(lambda: any(m["state"]["status"] == "running" for m in s.of("state")), 5,
+                     "a state with NaN in it")
+        finally:
+            s.close()
+
+
+def test_client_queue_is_bounded_drops_oldest_and_resyncs():
+    link = FakeLink()
+    hub = PanelHub(link, FakeClock(), client_queue=16)
+    c = hub.connect()
+    hub.take(c)
+    for i in range(100):
+        hub.broadcast({"type": "event", "event": {"kind": "x", "n": i}})
+    assert len(c.queue) == 16 and c.dropped == 84
+    out = hub.take(c)
+    assert '"type": "dropped"' in out[0] and '"count": 84' in out[0]
+    # the queue's stale remainder is replaced by the snapshot (state, recent events, lock)
+    assert any('"type": "state"' in p for p in out) and any('"type": "events"' in p for p in out)
+    assert not any('"n": ' in p for p in out)
+    hub.broadcast({"type": "event", "event": {"kind": "x", "n": 100}})
+    assert hub.take(c) == ['{"type": "event", "event": {"kind": "x", "n": 100}}']
+    assert hub.take(c) == []
+
+
+def test_intake_is_bounded_and_counts_drops():
+    intake = _Intake(maxlen=3)
+    for i in range(5):
+        intake.put("event", i)
+    assert intake.dropped == 2 and [m for _, m in intake.drain()] == [2, 3, 4]
+
+
+def test_loopback_only():
+    for host in ("127.0.0.1", "::1", "localhost", "127.0.0.2"):
+        check_loopback(host)
+    for host in ("0.0.0.0", "192.168.1.10", "::", "example.com"):
+        with pytest.raises(ValueError, match="loopback"):
+            check_loopback(host)
+    with pytest.raises(ValueError):
+        serve_panel(Bus(), FakeClock(), "0.0.0.0", 0)
+
+
+def test_frames_are_announced_at_a_bounded_rate():
+    bus = Bus()
+    pub = bus.publisher(names.image_topic("cam"), names.T_IMAGE)
+    img = np.zeros((48, 64, 3), np.uint8)
+    with serve_panel(bus, FakeClock(), "127.0.0.1", 0, fps=5.0) as panel:
+        s = SSE(panel.url)
+        try:
+            t0 = time.monotonic()
+            n = 0
+            while time.monotonic() - t0 < 1.0:
+                n += 1
+                pub.publish(Image(img, 0.0, "cam", n))
+                time.sleep(0.005)
+            frames = [m for m in s.of("frame") if m["topic"] == "cam/image_raw"]
+            assert n > 50 and 2 <= len(frames) <= 8
+        finally:
+            s.close()
+
+
+def test_bus_link_never_raises_into_the_publisher():
+    bus = Bus()
+    link = BusLink(bus, ["cam"])
+    link.on_event(lambda ev: 1 / 0)
+    pub = bus.publisher(names.AGENT_EVENTS, names.T_AGENT_EVENT)
+    pub.publish(AgentEvent("t", "run_ended", {"status": "succeeded"}))
+    assert link.callback_errors == 1
+    r = link.message("hi")  # no agent on this bus
+    assert r["ok"] is False and "agent/message" in r["reason"]
+    assert link.image_topics() == ["cam/image_raw", "agent/view"]
+    link.close()
+
+
+def test_describe_event_lines():
+    assert describe_event("run_ended", {"status": "cancelled", "summary": "stop"}) == \
+        "run ended cancelled: stop"
+    assert "planner turn turns/0001.json" in describe_event(
+        "planner_turn", {"turn": "turns/0001.json", "latency_s": 1.2, "tools": ["observe"]})
+    assert describe_event("weird", {"x": 1}) == 'weird {"x": 1}'
+    assert describe_event("monitor_answer", {"probability": "bad", "question": "q"})

@@ -1,0 +1,185 @@
+"""The operator panel in a real headless Chromium: the page loads, a typed task reaches the
+harness, the plan appears, the running action shows its elapsed time and monitor verdict,
+Cancel stops it, and a screenshot is saved under test-artifacts/."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from ui_helpers import Stepper, copy_to_docs, wait_for
+
+from solarian_agent.core import names
+from solarian_agent.core.messages import MonitorVerdict, OperatorEvent
+from solarian_agent.core.skill import Tool
+from solarian_agent.models.base import ModelRequest
+from solarian_agent.models.scripted import reply
+from solarian_agent.testing.harness import DEFAULT_TOOLS, Spin, make_harness
+from solarian_agent.ui.panel import serve_panel
+
+pytestmark = pytest.mark.browser
+
+
+class LongSpin(Spin):
+    description = "Keep the spinner going until stopped (test skill)."
+    max_duration_s = 120.0
+
+
+TOOLS = {**DEFAULT_TOOLS, "spin": Tool(LongSpin)}
+TASK = "touch the red square, then keep the spinner going"
+
+
+def newest_obs(req: ModelRequest) -> str:
+    ids = [p.observation_id for m in req.messages for p in m.content
+           if getattr(p, "observation_id", "")]
+    return ids[-1]
+
+
+def script() -> list:
+    return [lambda req: reply(
+        "I'll touch the red square, then keep the spinner going until you stop it.",
+        ("update_plan", {"steps": [
+            {"description": "touch the red square", "tool": "point_at"},
+            {"description": "keep the spinner going", "tool": "spin", "args": {}},
+            {"description": "check the square in a fresh image"}]}),
+        ("point_at", {"point": [400, 300], "observation_id": newest_obs(req)}))]
+
+
+def text(driver, css: str) -> str:
+    return " ".join(e.text for e in driver.find_elements(By.CSS_SELECTOR, css))
+
+
+def test_panel_in_chromium(browser, artifacts, tmp_path):
+    h = make_harness(script(), tools=TOOLS, log_root=tmp_path)
+    with Stepper(h, max_s=60) as stepper:
+        panel = serve_panel(h.bus, h.clock, "127.0.0.1", 0)
+        try:
+            d = browser
+            d.get(panel.url)
+            # the page loads, connects and takes the free control lock
+            wait_for(lambda: d.find_element(By.ID, "conn").get_attribute("data-ok") == "true",
+                     10, "the event stream")
+            wait_for(lambda: d.find_element(By.ID, "lock").get_attribute("data-mine") == "true",
+                     10, "the control lock")
+            wait_for(lambda: d.find_element(By.ID, "cam-cam_image_raw").get_attribute("data-seq"),
+                     10, "a camera frame")
+            # a typed task reaches the harness
+            box = d.find_element(By.ID, "input")
+            box.send_keys(TASK)
+            box.send_keys(Keys.ENTER)
+            wait_for(lambda: h.planner.task == TASK, 10, "the task to reach the planner")
+            wait_for(lambda: h.provider.calls, 10, "the planner call")
+            # the plan appears, with each step's state
+            wait_for(lambda: len(d.find_elements(By.CSS_SELECTOR, "#plan li[data-step]")) == 3,
+                     10, "the plan")
+            assert "touch the red square" in text(d, "#plan")
+            # the plan queue started the spinner by itself; it shows as running
+            wait_for(lambda: d.find_elements(
+                By.CSS_SELECTOR, '#actions li[data-tool="spin"]'), 15, "the running spin")
+            wait_for(lambda: d.find_elements(
+                By.CSS_SELECTOR, '#plan li[data-step="2"][data-status="running"]'), 5,
+                "step 2 running")
+            action_id = next(a for a, i in h.planner.actions.items() if i.tool == "spin")
+            with stepper.lock:
+                h.bus.publisher(names.MONITOR_VERDICTS, names.T_MONITOR_VERDICT).publish(
+                    MonitorVerdict(action_id, "spin", "is the spinner turning?", "yes", 0.93,
+                                   stamp=h.clock.now()))
+            wait_for(lambda: "is the spinner turning?" in text(d, "#actions .verdict"), 5,
+                     "the monitor verdict")
+            # elapsed time advances while it runs
+            wait_for(lambda: float(d.find_element(
+                By.CSS_SELECTOR, f'.elapsed[data-action="{action_id}"]').text.split()[0]) >= 1.0,
+                10, "elapsed time")
+            # agent/view: the image the planner pointed in, with its point marked
+            wait_for(lambda: d.find_element(By.ID, "view").get_attribute("data-seq"), 10,
+                     "the agent view")
+            assert "I'll touch the red square" in text(d, "#conversation .msg")
+            assert "plan:" in text(d, "#events li")
+            shot = artifacts / "panel.png"
+            d.save_screenshot(str(shot))
+            assert shot.stat().st_size > 10_000
+            copy_to_docs(shot, "panel.png")
+            # Cancel stops the running action
+            d.find_element(By.ID, "cancel").click()
+            wait_for(lambda: h.planner.status == "cancelled" and not h.planner.actions, 10,
+                     "the run to be cancelled")
+            wait_for(lambda: d.find_element(By.ID, "status").get_attribute("data-status")
+                     == "cancelled", 10, "the page to show the cancel")
+            wait_for(lambda: not d.find_elements(By.CSS_SELECTOR, '#actions li[data-tool]'),
+                     10, "the action list to empty")
+            # an operator takeover shows as soon as it happens
+            with stepper.lock:
+                h.bus.publisher(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT).publish(
+                    OperatorEvent("teleop", {"joint": "j", "delta": 0.1}, h.clock.now()))
+            wait_for(lambda: d.find_element(By.ID, "takeover").is_displayed(), 10,
+                     "the takeover banner")
+            assert "teleop" in d.find_element(By.ID, "takeover").text
+            d.save_screenshot(str(artifacts / "panel_takeover.png"))
+        finally:
+            panel.stop()
+    assert stepper.error is None, stepper.error
+    assert panel.hub.pump_errors == 0
+    log = h.recorder.current.dir / "events.jsonl" if h.recorder and h.recorder.current else None
+    assert log is not None
+    body = log.read_text()
+    assert '"kind": "action_ended"' in body and '"outcome": "stopped"' in body
+
+
+def test_panel_on_the_simulated_robot(browser, artifacts):
+    """The panel over the embedded default (simulator, rules planner, real time): the task
+    typed in the page is planned and run; Cancel stops it mid-action."""
+    import threading
+
+    from solarian_agent.system import build_sim_system
+
+    system = build_sim_system(seed=7, realtime=True, log_root=None)
+    stop = system.runtime.stop_event
+    errors: list[BaseException] = []
+
+    def spin() -> None:
+        try:
+            end = time.monotonic() + 60
+            while not stop.is_set() and time.monotonic() < end:
+                system.runtime.step()
+        except BaseException as e:
+            errors.append(e)
+
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    panel = serve_panel(system.bus, system.clock, "127.0.0.1", 0)
+    try:
+        d = browser
+        d.get(panel.url)
+        wait_for(lambda: d.find_element(By.ID, "lock").get_attribute("data-mine") == "true",
+                 10, "the control lock")
+        wait_for(lambda: len(d.find_elements(By.CSS_SELECTOR, "#cameras img[data-seq]")) >= 2,
+                 10, "the camera views")
+        box = d.find_element(By.ID, "input")
+        box.send_keys("put the red cup on the tray and the yellow paper in the bin")
+        box.send_keys(Keys.ENTER)
+        wait_for(lambda: len(d.find_elements(By.CSS_SELECTOR, "#plan li[data-step]")) >= 4, 15,
+                 "the plan")
+        wait_for(lambda: d.find_elements(By.CSS_SELECTOR, '#plan li[data-status="done"]')
+                 and d.find_elements(By.CSS_SELECTOR, "#actions li[data-tool]"), 20,
+                 "a step done and the next running")
+        wait_for(lambda: d.find_element(By.ID, "view").get_attribute("data-seq"), 10,
+                 "the agent view")
+        shot = artifacts / "panel_sim.png"
+        d.save_screenshot(str(shot))
+        copy_to_docs(shot, "panel.png")
+        d.find_element(By.ID, "cancel").click()
+        wait_for(lambda: system.planner.status == "cancelled" and not system.planner.actions,
+                 10, "the cancel")
+        wait_for(lambda: d.find_element(By.ID, "status").get_attribute("data-status")
+                 == "cancelled" and not d.find_elements(By.CSS_SELECTOR,
+                                                        "#actions li[data-tool]"), 10,
+                 "the page to show it")
+    finally:
+        panel.stop()
+        stop.set()
+        thread.join(5)
+        system.shutdown()
+    assert not errors, errors
+    assert panel.hub.pump_errors == 0

@@ -100,6 +100,13 @@ class ObservationStore:
                 self._obs.popitem(last=False)
         return obs
 
+    def insert(self, obs: Observation) -> None:
+        """Store an observation made elsewhere (a view of a region) under its own id."""
+        with self._lock:
+            self._obs[obs.id] = obs
+            while len(self._obs) > self.keep:
+                self._obs.popitem(last=False)
+
     def get(self, obs_id: str) -> Observation | None:
         with self._lock:
             return self._obs.get(obs_id)

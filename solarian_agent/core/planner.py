@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..models.base import (
     ImagePart,
@@ -38,6 +38,13 @@ from ..models.base import (
     ToolCall,
     ToolDef,
 )
+from ..perception.observe_scene import (
+    AttentionEpisode,
+    SceneObserver,
+    build_vision_backend,
+    effective_vision,
+)
+from ..perception.vision import VisionBackend
 from . import names
 from .clock import Clock
 from .config import AgentConfig
@@ -80,6 +87,7 @@ from .routing import (
 from .skill import ToolSpec
 from .timers import TimerError, Timers
 from .transport import LATCHED, Bus, GoalHandle, GoalStatus, QoS
+from .views import PreparedViews, ViewManager
 
 HARNESS_INSTRUCTIONS = """\
 You are the planner of a robot.  You act only through tools.
@@ -137,10 +145,14 @@ RUN_STATUSES = ("idle", "running", "paused", "waiting_user", "succeeded", "faile
                 "cancelled", "budget_exhausted")
 
 
-class ModelCaller:
-    """Runs model calls off the control path.  ``submit`` never blocks."""
+R = TypeVar("R")
 
-    def submit(self, fn: Callable[[], ModelReply]) -> cf.Future[ModelReply]:
+
+class ModelCaller:
+    """Runs model calls (and anything that waits on a model) off the control path.
+    ``submit`` never blocks."""
+
+    def submit(self, fn: Callable[[], R]) -> cf.Future[R]:
         raise NotImplementedError
 
     def shutdown(self) -> None:
@@ -151,7 +163,7 @@ class ThreadCaller(ModelCaller):
     def __init__(self, workers: int = 4) -> None:
         self._pool = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="model")
 
-    def submit(self, fn: Callable[[], ModelReply]) -> cf.Future[ModelReply]:
+    def submit(self, fn: Callable[[], R]) -> cf.Future[R]:
         return self._pool.submit(fn)
 
     def shutdown(self) -> None:
@@ -162,8 +174,8 @@ class InlineCaller(ModelCaller):
     """Completes the call at once (offline providers, deterministic tests); the result is still
     only handled at the next ``tick``, exactly as a threaded call's would be."""
 
-    def submit(self, fn: Callable[[], ModelReply]) -> cf.Future[ModelReply]:
-        fut: cf.Future[ModelReply] = cf.Future()
+    def submit(self, fn: Callable[[], R]) -> cf.Future[R]:
+        fut: cf.Future[R] = cf.Future()
         try:
             fut.set_result(fn())
         except BaseException as e:  # handed over to tick(), which turns it into an error
@@ -196,6 +208,8 @@ class _Turn:
     started_any: bool = False
     ended: bool = False
     waits: bool = False  # a call in the reply waits for an event (cancel_task, set_timer)
+    # calls answered by work that may wait on a model (a view description, observe_scene)
+    futures: list[tuple[ToolCall, cf.Future[Message]]] = field(default_factory=list)
 
 
 @dataclass
@@ -237,6 +251,8 @@ class Planner:
         image_overlays: list[Callable[[Any, Image], Any]] | None = None,
         node: str = "planner",
         router: Router | None = None,
+        vision: str | None = None,
+        vision_backend: VisionBackend | None = None,
     ) -> None:
         self.bus = bus
         self.clock = clock
@@ -323,6 +339,32 @@ class Planner:
                            lambda req: self.reset(str(req.get("by", "operator"))), node=node)
         self._specs: dict[str, ToolSpec] | None = None
 
+        # seed 000 views and seed 001 observe_scene -----------------------------------------
+        # (a non-none vision needs a camera and a planner: ConfigError at start-up otherwise)
+        vision_name, vision_camera = effective_vision(config, vision)
+        self.vision_backend = vision_backend if vision_backend is not None else (
+            build_vision_backend(vision_name, config) if vision_name != "none" else None)
+        self.views = ViewManager(clock, self.observations, self._latest_frame, self.cameras,
+                                 reads_images=bool(provider.reads_images),
+                                 describer=self.vision_backend,
+                                 fixed=list(config.runtime.cameras),
+                                 on_event=lambda k, d: self._log(k, **d))
+        self.scene_observer: SceneObserver | None = None
+        if self.vision_backend is not None and vision_camera:
+            self.scene_observer = SceneObserver.on_bus(
+                bus, clock, self.vision_backend, vision_camera,
+                on_event=lambda k, d: self._log(k, **d))
+        self.attention = AttentionEpisode(autonomous=True)
+        self._pending_wake: tuple[Message, cf.Future[list[Any]]] | None = None
+        self._prepared_wake: PreparedViews = PreparedViews(self.views)
+        # monitor answers to questions without rules: shown to the planner, never acted on
+        self.monitor_notes: dict[tuple[str, str], MonitorVerdict] = {}
+        self._publish_state()  # a late viewer sees the idle planner
+
+    def _latest_frame(self, camera: str) -> Image | None:
+        sub = self._frames.get(camera)
+        return sub.latest() if sub is not None else None
+
     # ------------------------------------------------------------------------------------
     # tools
     # ------------------------------------------------------------------------------------
@@ -335,6 +377,9 @@ class Planner:
 
     def tool_defs(self) -> list[ToolDef]:
         defs = list(PLANNER_TOOLS.values())
+        defs += self.views.tool_defs()
+        if self.scene_observer is not None:
+            defs += self.scene_observer.tool_defs()  # offered only while it can run
         for spec in self.specs.values():
             defs.append(ToolDef(spec.name, _describe(spec), tool_schema(spec)))
         return defs
@@ -370,6 +415,9 @@ class Planner:
         self._log("monitor_answer", action_id=v.action_id, tool=v.tool, question=v.question,
                   value=v.value, probability=v.probability, decision=v.decision,
                   source=v.source, reason=v.reason)
+        if not v.decision and v.source == "monitor":
+            with self._lock:
+                self.monitor_notes[(v.action_id, v.question)] = v
         if v.decision:
             self.events.put(Event(v.source, "verdict", v.reason or v.value, {"verdict": v},
                                   "interrupt" if v.decision == "fail" else "queue",
@@ -415,7 +463,7 @@ class Planner:
         if self.status != "running":
             return
         self._check_budgets(now)
-        if self.status != "running" or self.turn is not None:
+        if self.status != "running" or self.turn is not None or self._poll_wake():
             return
         hb = self.config.planner_heartbeat_s
         if (hb is not None and self.actions and not self.wake_reasons
@@ -500,6 +548,8 @@ class Planner:
             self.conversation.clear()
             self.plan = PlanQueue()
             self.task = ""
+            self.views.pins.clear()
+            self.views.keep = 0
             self._log("conversation_reset", by=by)
         self._publish_state()
 
@@ -550,7 +600,11 @@ class Planner:
         tool = info.tool if info else goal.tool
         self._log("action_ended", action_id=res.action_id, tool=tool, outcome=res.outcome,
                   reason=res.reason, data=res.data)
+        with self._lock:
+            for key in [k for k in self.monitor_notes if k[0] == res.action_id]:
+                del self.monitor_notes[key]
         if self.status not in ("running", "waiting_user"):
+            self._publish_state()  # the action is gone from any viewer's screen too
             return
         step = self.plan.action_ended(res.action_id, res.outcome)
         followup = self.followups.pop(res.action_id, None)
@@ -1085,6 +1139,8 @@ class Planner:
     # runs --------------------------------------------------------------------------------
     def _start_run(self, task: str) -> None:
         self._adopt_generation()
+        # the agent's cameras come with every turn until the planner unwatch()es them
+        self.views.watched = list(self.cameras)
         self.task = task
         self.status = "running"
         self.turns = 0
@@ -1204,14 +1260,21 @@ class Planner:
         running = [f"{a.action_id} {a.tool} ({now - a.started_at:.1f} s)"
                    for a in self.actions.values()]
         lines.append("Running: " + (", ".join(running) if running else "nothing"))
+        with self._lock:
+            notes = [v for v in self.monitor_notes.values() if v.action_id in self.actions]
+        if notes:
+            lines.append("Monitor (may be wrong; check the newest image): " + "; ".join(
+                f"{v.action_id} {v.tool}: {v.question}={v.value} (p={v.probability:.2f})"
+                for v in notes))
         readings = self._readings()
         if readings:
             lines.append("Readings: " + json.dumps(readings))
-        obs = self.capture()
-        parts: list[Any] = [TextPart("\n".join(lines)), *self._image_parts(obs)]
+        # a fresh attention episode per wake (seed 001): autonomous unless a user asked
+        self.attention = AttentionEpisode(autonomous="message" not in self.wake_reasons)
+        self._prepared_wake = self.views.capture_for_turn()
         self.news.clear()
         self.wake_reasons.clear()
-        return Message("user", tuple(parts))
+        return Message("user", (TextPart("\n".join(lines)),))
 
     def _context(self) -> tuple[Message, ...]:
         """Messages for the request: older images beyond max_images_in_context become stubs."""
@@ -1234,9 +1297,36 @@ class Planner:
         out.reverse()
         return tuple(out)
 
+    def _needs_describer(self, prepared: PreparedViews) -> bool:
+        return bool(prepared.views) and not self.provider.reads_images \
+            and self.vision_backend is not None
+
+    def _poll_wake(self) -> bool:
+        """True while a wake message waits for its views to be described (a model call)."""
+        if self._pending_wake is None:
+            return False
+        msg, fut = self._pending_wake
+        if not fut.done():
+            return True
+        self._pending_wake = None
+        try:
+            parts = list(fut.result())
+        except Exception as e:
+            parts = [TextPart(f"[views could not be described: {type(e).__name__}: {e}]")]
+        self.messages.append(Message("user", (*msg.content, *parts)))
+        self.continue_turn = True
+        return False
+
     def _start_model_call(self) -> None:
         if self.wake_reasons or self.news:
-            self.messages.append(self._wake_message())
+            msg = self._wake_message()
+            prepared = self._prepared_wake
+            if self._needs_describer(prepared):
+                # a text-only planner: the views are described by the vision model, off the
+                # control path; the call starts when the descriptions are in
+                self._pending_wake = (msg, self.caller.submit(prepared.render))
+                return
+            self.messages.append(Message("user", (*msg.content, *prepared.render())))
         self.continue_turn = False
         request = ModelRequest(self._system_prompt(), self._context(),
                                tuple(self.tool_defs()), self.config.planner.max_tokens)
@@ -1410,11 +1500,24 @@ class Planner:
             self._finish_after_turn = (bool(args["success"]), str(args["summary"]))
         elif name in TASK_TOOLS:
             self._task_tool(turn, call, name, args)
+        elif name in ViewManager.TOOL_NAMES:
+            prepared = self.views.prepare(name, args)
+            if self._needs_describer(prepared):
+                turn.futures.append((call, self.caller.submit(
+                    lambda: Message("tool", tuple(prepared.render()), (), call.id))))
+            else:
+                turn.results[call.id] = Message("tool", tuple(prepared.render()), (), call.id)
+            self.continue_turn = True
+        elif name == "observe_scene" and self.scene_observer is not None:
+            observer, episode = self.scene_observer, self.attention
+            turn.futures.append((call, self.caller.submit(
+                lambda: _observe_scene_msg(observer, episode, call, args))))
+            self.continue_turn = True
         elif name in self.specs:
             self._call_skill(turn, call)
         else:
             raise ToolCallRejected(f"unknown tool {name!r}; tools: "
-                                   f"{', '.join(sorted([*PLANNER_TOOLS, *self.specs]))}")
+                                   f"{', '.join(sorted(t.name for t in self.tool_defs()))}")
 
     _finish_after_turn: tuple[bool, str] | None = None
 
@@ -1491,6 +1594,7 @@ class Planner:
             if st == GoalStatus.EXECUTING or ps.handle.feedback is not None:
                 turn.pending.remove(ps)
                 turn.started_any = True
+                self.attention.record_effect()
                 step = self.plan.claim(ps.tool, ps.action_id)
                 if step is not None and ps.action_id in self.actions:
                     self.actions[ps.action_id].step = step.index
@@ -1515,7 +1619,15 @@ class Planner:
                 ps.handle.cancel()
                 turn.results[ps.call.id] = _tool_msg(ps.call, "refused: the skill did not "
                                                      "start within 5 s", error=True)
-        if turn.pending:
+        for call, fut in list(turn.futures):
+            if fut.done():
+                turn.futures.remove((call, fut))
+                try:
+                    turn.results[call.id] = fut.result()
+                except Exception as e:
+                    turn.results[call.id] = _tool_msg(call, f"failed: {type(e).__name__}: {e}",
+                                                      error=True)
+        if turn.pending or turn.futures:
             return
         # every call of the reply is answered: close the turn
         for cid in turn.call_order:
@@ -1577,6 +1689,18 @@ class Planner:
 
 
 # ----------------------------------------------------------------------------------------
+def _observe_scene_msg(observer: SceneObserver, episode: AttentionEpisode, call: ToolCall,
+                       args: Mapping[str, Any]) -> Message:
+    """Runs on the model worker: one frame, one interpretation, bounded text.  The result is
+    model-generated and only ever shown to the planner, never copied into state."""
+    try:
+        return _tool_msg(call, observer.handle(args, episode).text())
+    except ToolCallRejected as e:
+        return _tool_msg(call, f"refused: {e.reason}", error=True)
+    except Exception as e:
+        return _tool_msg(call, f"observe_scene failed: {type(e).__name__}: {e}", error=True)
+
+
 def _tool_msg(call: ToolCall, text: str, error: bool = False) -> Message:
     return Message("tool", (TextPart(text),), (), call.id, error)
 

@@ -173,6 +173,7 @@ def make_harness(
     caller: ModelCaller | None = None,
     reads_images: bool = True,
     max_image_side: int = 1568,
+    vision_backend: Any = None,
 ) -> Harness:
     clock = FakeClock()
     bus = Bus()
@@ -193,7 +194,7 @@ def make_harness(
     recorder = Recorder(log_root, clock, "0001_test") if log_root is not None else None
     h: Harness
     planner = Planner(bus, clock, cfg, provider, recorder=recorder,
-                      caller=caller or InlineCaller(),
+                      caller=caller or InlineCaller(), vision_backend=vision_backend,
                       on_agent_idle=lambda: h.idle_calls.append(clock.now()))
     runtime.add("robot", robot.tick)
     runtime.add("executor", lambda dt: executor.tick())

@@ -402,3 +402,12 @@ class ArmModel:
                 dq *= cfg.max_step / n
             q = np.clip(q + dq, lo, hi)
         return q, perr, aerr
+
+
+def workspace_guard(model: ArmModel | None = None, workspace: Any = None) -> Any:
+    """A :class:`~solarian_agent.arm.safety.WorkspaceGuard` over this arm's forward kinematics
+    (default: the default URDF and the default workspace box)."""
+    from .safety import Workspace, WorkspaceGuard
+
+    m = model or ArmModel.default()
+    return WorkspaceGuard(workspace or Workspace(), lambda q5: m.fk(q5)[0], ARM_JOINTS)

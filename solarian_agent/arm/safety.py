@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -262,6 +262,108 @@ def within_limits(limits: ArmLimits, positions: Mapping[str, float], tol: float 
         if v < lim.lower - tol or v > lim.upper + tol:
             return False
     return True
+
+
+# --------------------------------------------------------------------------- workspace
+
+
+class WorkspaceError(UnsafeCommandError):
+    """A target or step that would put the gripper tip outside the workspace box."""
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """The box the gripper tip must stay in, in the arm's base frame (metres): the table top
+    is z = 0, so ``z[0]`` keeps the fingers off the table; x and y keep the arm over it."""
+
+    x: tuple[float, float] = (-0.15, 0.45)
+    y: tuple[float, float] = (-0.40, 0.40)
+    z: tuple[float, float] = (0.005, 0.45)
+
+    def __post_init__(self) -> None:
+        for axis in ("x", "y", "z"):
+            lo, hi = getattr(self, axis)
+            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+                raise ValueError(f"workspace.{axis} must be [lo, hi] with lo < hi, "
+                                 f"got {(lo, hi)}")
+
+    def excess(self, xyz: Sequence[float]) -> float:
+        """How far (m) the point lies outside the box; 0 inside."""
+        out = 0.0
+        for v, (lo, hi) in zip(xyz, (self.x, self.y, self.z), strict=True):
+            out = max(out, lo - v, v - hi)
+        return out
+
+    def violation(self, xyz: Sequence[float]) -> str:
+        parts = []
+        for axis, v, (lo, hi) in zip("xyz", xyz, (self.x, self.y, self.z), strict=True):
+            if v < lo or v > hi:
+                parts.append(f"tip {axis}={v:.3f} m outside [{lo:g}, {hi:g}]")
+        return "; ".join(parts)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], where: str = "workspace") -> Workspace:
+        from solarian_agent.core.errors import ConfigError
+
+        if not isinstance(data, Mapping):
+            raise ConfigError(where, f"expected a mapping with x, y, z, got {data!r}")
+        unknown = sorted(set(data) - {"x", "y", "z"})
+        if unknown:
+            raise ConfigError(f"{where}.{unknown[0]}", "unknown key; allowed keys: x, y, z")
+        kw: dict[str, tuple[float, float]] = {}
+        for axis in ("x", "y", "z"):
+            if axis in data:
+                v = data[axis]
+                if not (isinstance(v, Sequence) and len(v) == 2):
+                    raise ConfigError(f"{where}.{axis}", f"must be [lo, hi], got {v!r}")
+                kw[axis] = (float(v[0]), float(v[1]))
+        try:
+            return cls(**kw)
+        except ValueError as e:
+            raise ConfigError(where, str(e)) from e
+
+
+class WorkspaceGuard:
+    """Checks joint positions against a :class:`Workspace` through forward kinematics.
+
+    ``fk`` maps joint positions (in ``joints`` order) to the tip's (x, y, z).  A *target* must
+    lie inside the box.  A *step* (the next interpolated setpoint) must lie inside, or at least
+    not further outside than where the arm already is, so an arm that starts outside can only
+    move back in; a joint-space path between two safe targets that would dip outside (into the
+    table) is stopped at the boundary instead of followed.
+    """
+
+    def __init__(self, workspace: Workspace, fk: Callable[[Sequence[float]], Sequence[float]],
+                 joints: Sequence[str]) -> None:
+        self.workspace = workspace
+        self.fk = fk
+        self.joints = tuple(joints)
+        self.rejected = 0
+
+    def _xyz(self, q: Mapping[str, float]) -> Sequence[float]:
+        return self.fk([float(q[j]) for j in self.joints])
+
+    def check_target(self, target: Mapping[str, float], current: Mapping[str, float]) -> None:
+        q = {**current, **target}
+        xyz = self._xyz(q)
+        why = self.workspace.violation(xyz)
+        if why:
+            self.rejected += 1
+            raise WorkspaceError(f"target refused: {why}")
+
+    def safe_step(self, current: Mapping[str, float], nxt: Mapping[str, float]
+                  ) -> dict[str, float]:
+        """``nxt`` if it keeps the tip in (or no further out of) the box, else ``current``
+        for the same joints (hold)."""
+        q_next = {**current, **nxt}
+        after = self.workspace.excess(self._xyz(q_next))
+        if after <= 0.0:
+            return dict(nxt)
+        before = self.workspace.excess(self._xyz(current))
+        if after <= before:
+            return dict(nxt)
+        self.rejected += 1
+        return {k: float(current[k]) for k in nxt}
 
 
 # --------------------------------------------------------------------------- e-stop

@@ -32,6 +32,8 @@ from solarian_agent.arm.safety import (
     ArmLimits,
     JointLimit,
     UnsafeCommandError,
+    Workspace,
+    WorkspaceGuard,
     clamp_target,
     validate_target,
 )
@@ -114,6 +116,7 @@ class SimWorldComponent:
         rates: SimRates = SimRates(),
         node: str = "sim_world",
         limits: ArmLimits | None = None,
+        workspace: Workspace | None = None,
     ) -> None:
         self.bus = bus
         self.clock = clock
@@ -122,6 +125,11 @@ class SimWorldComponent:
         self.rates = rates
         self.node = node
         self.limits = limits if limits is not None else limits_from_world(world, rates.max_step)
+        # the same workspace box the real arm's controller enforces: the simulated arm obeys
+        # the safety layer exactly as the servos would
+        arm_joints = world.joint_names[:5]
+        self.guard = WorkspaceGuard(workspace or Workspace(),
+                                    lambda q5: world.arm.fk(q5)[0], arm_joints)
         self._lock = threading.RLock()
         self._goal: dict[str, float] = {}
         self._goal_velocity = 0.0
@@ -172,6 +180,8 @@ class SimWorldComponent:
                     )
                 goal = validate_target(self.limits, dict(zip(msg.name, msg.position,
                                                              strict=True)))
+                if any(j in goal for j in self.guard.joints):
+                    self.guard.check_target(goal, self.world.joint_positions())
                 mv = float(msg.max_velocity)
                 if not (math.isfinite(mv) and mv >= 0):
                     raise UnsafeCommandError(f"max_velocity must be >= 0, got {mv!r}")
@@ -192,7 +202,7 @@ class SimWorldComponent:
                 current = w.joint_positions()
                 nxt = clamp_target(self.limits, current, self._goal, dt,
                                    self._goal_velocity or None)
-                w.command(nxt)
+                w.command(self.guard.safe_step(current, nxt))
             w.step(dt)
             self._publish_due()
 

@@ -27,11 +27,15 @@ from solarian_agent.hw.feetech.simbus import SimulatedBus
 PERIOD = 0.02
 
 
-def make(arm: FeetechArm, **kw: Any) -> tuple[ArmController, FakeClock, list[tuple[str, dict]]]:
+def make(arm: FeetechArm, workspace: Any = False, **kw: Any
+         ) -> tuple[ArmController, FakeClock, list[tuple[str, dict]]]:
+    """A controller over the joint layer alone (workspace off) unless ``workspace`` is given;
+    the workspace box has its own tests below."""
     clock = FakeClock()
     events: list[tuple[str, dict]] = []
     cfg = ArmControllerConfig(rate_hz=1 / PERIOD, **kw)
-    ctl = ArmController(arm, clock, cfg, on_event=lambda k, d: events.append((k, d)))
+    ctl = ArmController(arm, clock, cfg, on_event=lambda k, d: events.append((k, d)),
+                        workspace=workspace)
     return ctl, clock, events
 
 
@@ -254,3 +258,58 @@ def test_no_goal_outside_limits_ever_reaches_the_wire(
             step = min(j.max_velocity * 2 * PERIOD, cal.max_step)
             assert abs(raw - last[sid]) * j.units_per_tick <= step + 2 * j.units_per_tick
         last[sid] = raw
+
+
+arm_cmd = st.fixed_dictionaries({n: st.floats(-2.0, 2.0) for n in NAMES[:5]})
+
+
+@settings(max_examples=60, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(cmds=st.lists(st.tuples(arm_cmd, st.floats(0.05, 1.0)), min_size=1, max_size=8))
+def test_no_goal_outside_the_workspace_ever_reaches_the_wire(
+        wire: tuple[SimulatedBus, FeetechArm], cmds: list[tuple[dict, float]]) -> None:
+    """Whatever joint targets arrive, the goals on the wire keep the gripper tip inside the
+    workspace box (off the table): refused targets, and steps held at the boundary."""
+    from solarian_agent.arm.kinematics import ArmModel
+    from solarian_agent.arm.safety import Workspace, WorkspaceError
+
+    sim, arm = wire
+    for i in sim.servos:
+        sim.set_position(i, 2048)
+    arm.write_goal({n: 0.0 for n in NAMES})
+    settle(sim, arm.bus)
+    sim.clear_frames()
+    ctl, clock, _ = make(arm, workspace=True)
+    ctl.step()
+    for cmd, dt in cmds:
+        try:
+            ctl.command(cmd)
+        except WorkspaceError:
+            pass
+        t_end = clock.now() + dt
+        while clock.now() < t_end:
+            clock.advance(PERIOD)
+            ctl.step()
+    settle(sim, arm.bus)
+    cal = arm.calibration
+    model = ArmModel.default()
+    box = Workspace()
+    frame: dict[str, float] = {}
+    for sid, raw in sim.goal_writes():
+        j = cal.by_id(sid)
+        frame[j.name] = j.to_units(raw)
+        if all(n in frame for n in NAMES[:5]):
+            xyz = model.fk([frame[n] for n in NAMES[:5]])[0]
+            assert box.excess(xyz) <= 0.002, (frame, xyz)  # a tick of quantization at most
+            frame = {}
+
+
+def test_target_outside_the_workspace_is_refused_with_the_reason(sim: SimulatedBus,
+                                                                  arm: FeetechArm) -> None:
+    from solarian_agent.arm.safety import WorkspaceError
+
+    ctl, clock, _ = make(arm, workspace=True)
+    tick(ctl, clock)
+    with pytest.raises(WorkspaceError, match="tip z="):
+        # shoulder and elbow folded forward: the fingers would go through the table
+        ctl.command({"shoulder_lift": 0.8, "elbow_flex": 0.5, "wrist_flex": 0.0})

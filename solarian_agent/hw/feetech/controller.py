@@ -37,6 +37,7 @@ from solarian_agent.arm.safety import (
     EStopLatch,
     EStopLatchedError,
     UnsafeCommandError,
+    WorkspaceGuard,
     clamp_target,
     validate_target,
 )
@@ -170,11 +171,20 @@ class ArmController:
         clock: Clock,
         config: ArmControllerConfig | None = None,
         on_event: EventCallback | None = None,
+        workspace: WorkspaceGuard | None | bool = True,
     ) -> None:
+        """``workspace``: the tip's workspace box checked through forward kinematics on every
+        target and every step (True: the default box over the URDF model; False: off, for
+        tests of the joint layer alone)."""
         self.arm = arm
         self.clock = clock
         self.config = config or ArmControllerConfig()
         self.limits = arm.limits
+        if workspace is True:
+            from solarian_agent.arm.kinematics import workspace_guard
+
+            workspace = workspace_guard()
+        self.guard: WorkspaceGuard | None = workspace or None
         self.latch = EStopLatch()
         self.watchdog = CommandWatchdog(self.config.command_timeout_s, clock)
         self._on_event = on_event
@@ -202,6 +212,10 @@ class ArmController:
         Raises ``UnsafeCommandError`` (unknown joint, NaN/inf) and ``EStopLatchedError``;
         nothing is stored in either case.  Feeds the watchdog."""
         checked = validate_target(self.limits, target)
+        if self.guard is not None and any(j in checked for j in self.guard.joints):
+            current = {**self.positions(), **(self._target or {})}
+            if all(j in {**current, **checked} for j in self.guard.joints):
+                self.guard.check_target(checked, current)
         if max_velocity is not None and not (math.isfinite(max_velocity) and max_velocity >= 0):
             raise UnsafeCommandError(f"max_velocity {max_velocity!r} must be finite and >= 0",
                                      value=max_velocity)
@@ -373,6 +387,13 @@ class ArmController:
         stepped = clamp_target(self.limits, base, target, dt, vmax)
         goal = {n: stepped.get(n, last_goal.get(n, hold.get(n, base[n])))
                 for n in state.positions}
+        if self.guard is not None and all(j in goal for j in self.guard.joints):
+            # a joint-space path between two safe targets may dip out of the box (into the
+            # table): the step that would leave it is not taken, the arm holds at the edge
+            safe = self.guard.safe_step(dict(state.positions), goal)
+            if safe != goal:
+                faults.append("workspace: step held at the workspace boundary")
+                goal = safe
         with self._lock:
             self._hold = dict(goal)  # if the stream stops, we hold here, not at the target
         written = self._write(goal, faults)

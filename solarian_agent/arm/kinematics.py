@@ -28,6 +28,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pinocchio as pin
@@ -52,6 +53,10 @@ _MIMIC: tuple[tuple[str, float], ...] = (
 _PKG = "solarian_agent"
 _URDF_NAME = "so101.urdf"
 
+
+
+if TYPE_CHECKING:
+    from .safety import Workspace, WorkspaceGuard
 
 class KinematicsError(CoreError):
     """Base of the arm model's errors."""
@@ -404,10 +409,11 @@ class ArmModel:
         return q, perr, aerr
 
 
-def workspace_guard(model: ArmModel | None = None, workspace: Any = None) -> Any:
+def workspace_guard(model: ArmModel | None = None,
+                    workspace: Workspace | None = None) -> WorkspaceGuard:
     """A :class:`~solarian_agent.arm.safety.WorkspaceGuard` over this arm's forward kinematics
     (default: the default URDF and the default workspace box)."""
     from .safety import Workspace, WorkspaceGuard
 
-    m = model or ArmModel.default()
+    m = model if model is not None else ArmModel.default()
     return WorkspaceGuard(workspace or Workspace(), lambda q5: m.fk(q5)[0], ARM_JOINTS)

@@ -245,8 +245,11 @@ def test_check_graph_catches_mismatches():
         graph.LaunchedNode(graph.skills_node(["wait"], cams), name="skills2")]
     text = "\n".join(graph.check_graph(moved, CHAT))
     assert "subscribes /joint_states" in text and "has 2 servers" in text
-    # operator/events may come from the chat client only
-    assert any("operator/events" in p for p in graph.check_graph(good, []))
+    # operator/events comes from the sim's e-stop as well as the chat client
+    assert graph.check_graph(good, []) == []
+    no_sim = [graph.LaunchedNode(graph.skills_node(["wait"], cams)),
+              graph.LaunchedNode(graph.planner_node(cams, ["wait"]))]
+    assert any("operator/events" in p for p in graph.check_graph(no_sim, []))
 
 
 def test_namespaces_and_remapping_resolve_like_ros():

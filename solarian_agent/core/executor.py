@@ -103,6 +103,7 @@ class SkillExecutor:
         self._lock = threading.Lock()
         self.generation = 1
         self._pending: list[_Pending] = []
+        self.estop_latched = False
         self.running: dict[str, RunningAction] = {}
         self._events = bus.publisher(names.SKILL_EVENTS, names.T_AGENT_EVENT, QoS(depth=200),
                                      node=node)
@@ -151,7 +152,14 @@ class SkillExecutor:
         return gen
 
     def _on_operator(self, ev: Any) -> None:
-        self.advance_generation(f"operator {getattr(ev, 'kind', 'event')}", "operator")
+        kind = getattr(ev, "kind", "event")
+        # the arm driver (or simulator) announces its latched e-stop as an operator event:
+        # while it is latched no skill starts, whoever asks
+        if kind == "estop":
+            self.estop_latched = True
+        elif kind == "estop_reset":
+            self.estop_latched = False
+        self.advance_generation(f"operator {kind}", "operator")
 
     def _srv_advance(self, req: Mapping[str, Any]) -> int:
         return self.advance_generation(str(req.get("reason", "")), str(req.get("by", "agent")))
@@ -184,6 +192,8 @@ class SkillExecutor:
         if not isinstance(goal, SkillGoal):
             return f"goal for {tool} must be a SkillGoal, got {type(goal).__name__}"
         by = "operator" if goal.action_id.startswith("op") else "agent"
+        if self.estop_latched:
+            return "refused: the e-stop is latched; the operator must reset it first"
         with self._lock:
             if goal.generation < self.generation:
                 return (f"refused: stale generation {goal.generation} (current "

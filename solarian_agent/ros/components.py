@@ -23,7 +23,7 @@ from ..core import names
 from ..core.clock import Clock
 from ..core.config import AgentConfig, load_agent_config
 from ..core.errors import ConfigError
-from ..core.messages import AgentState, CameraInfo, JointCommand
+from ..core.messages import AgentState, CameraInfo, JointCommand, OperatorEvent
 from ..core.transport import LATCHED, Bus, QoS
 from . import graph
 
@@ -200,6 +200,11 @@ class ArmCore:
         self._diag = bus.publisher(names.DIAGNOSTICS, names.T_DIAGNOSTICS, graph.RELIABLE, node)
         bus.subscribe(names.JOINT_COMMANDS, names.T_JOINT_COMMAND, self._on_command,
                       graph.RELIABLE, node)
+        # a latched e-stop (pressed, or tripped by a servo fault) is announced as an operator
+        # event, so the skill servers stop their skills and start none until the reset
+        self._op = bus.publisher(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, graph.RELIABLE,
+                                 node)
+        self._was_estop = False
         bus.create_service(names.ESTOP, names.T_TRIGGER, self._srv_estop, node)
         bus.create_service(names.ESTOP_RESET, names.T_TRIGGER, self._srv_reset, node)
         bus.create_service(graph.SET_TORQUE, graph.T_SET_BOOL, self._srv_torque, node)
@@ -272,6 +277,11 @@ class ArmCore:
         if ctl is None:
             return
         reading = ctl.step()
+        latched = bool(ctl.latch.tripped)
+        if latched != self._was_estop:
+            self._was_estop = latched
+            self._op.publish(OperatorEvent("estop" if latched else "estop_reset",
+                                           {"reason": ctl.latch.reason}, self.clock.now()))
         js = reading.joint_state
         if js is not None:
             self._js.publish(js)

@@ -141,6 +141,7 @@ def arm_node() -> NodeSpec:
             _pub(names.JOINT_STATES, names.T_JOINT_STATE, RELIABLE),
             _pub(names.DIAGNOSTICS, names.T_DIAGNOSTICS, RELIABLE),
             _sub(names.JOINT_COMMANDS, names.T_JOINT_COMMAND, RELIABLE),
+            _pub(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, RELIABLE),
             _srv(names.ESTOP, names.T_TRIGGER),
             _srv(names.ESTOP_RESET, names.T_TRIGGER),
             _srv(SET_TORQUE, T_SET_BOOL),
@@ -164,6 +165,11 @@ def sim_node(cameras: Sequence[str] = DEFAULT_SIM_CAMERAS) -> NodeSpec:
             *_camera_pubs(cameras),
             _pub(names.SIM_TRUTH, T_SIM_TRUTH, LATCHED),
             _sub(names.JOINT_COMMANDS, names.T_JOINT_COMMAND, RELIABLE),
+            # the simulated arm's e-stop, as on the real one; tripping it is announced as an
+            # operator event so the skills stop and no new one starts until the reset
+            _pub(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, RELIABLE),
+            _srv(names.ESTOP, names.T_TRIGGER),
+            _srv(names.ESTOP_RESET, names.T_TRIGGER),
             _srv(names.SIM_RESET, T_SIM_RESET),
             _srv(names.SIM_INJECT_FAULT, T_INJECT_FAULT),
         ),

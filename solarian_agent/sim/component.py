@@ -30,6 +30,7 @@ from typing import Any
 
 from solarian_agent.arm.safety import (
     ArmLimits,
+    EStopLatch,
     JointLimit,
     UnsafeCommandError,
     Workspace,
@@ -39,7 +40,7 @@ from solarian_agent.arm.safety import (
 )
 from solarian_agent.core import names
 from solarian_agent.core.clock import Clock
-from solarian_agent.core.messages import Image, JointCommand, JointState
+from solarian_agent.core.messages import Image, JointCommand, JointState, OperatorEvent
 from solarian_agent.core.transport import LATCHED, SENSOR_DATA, Bus, QoS
 
 from .faults import InvalidFaultError
@@ -153,6 +154,13 @@ class SimWorldComponent:
         self._pub_truth = bus.publisher(names.SIM_TRUTH, T_SIM_TRUTH, LATCHED, node)
         self._sub_cmd = bus.subscribe(names.JOINT_COMMANDS, names.T_JOINT_COMMAND,
                                       self._on_command, QoS(depth=10), node)
+        # e-stop, as on the real arm: latched, holds where the arm is, refuses every command
+        # until an explicit reset; tripping it is an operator action, so skills stop too
+        self.latch = EStopLatch()
+        self._pub_operator = bus.publisher(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT,
+                                           QoS(depth=10), node)
+        bus.create_service(names.ESTOP, names.T_TRIGGER, self._srv_estop, node)
+        bus.create_service(names.ESTOP_RESET, names.T_TRIGGER, self._srv_estop_reset, node)
         bus.create_service(names.SIM_RESET, T_SIM_RESET, self._srv_reset, node)
         bus.create_service(names.SIM_INJECT_FAULT, T_SIM_INJECT_FAULT, self._srv_fault, node)
         self._streams: dict[str, _Stream] = {}
@@ -173,6 +181,10 @@ class SimWorldComponent:
     def _on_command(self, msg: JointCommand) -> None:
         with self._lock:
             self.commands_received += 1
+            if self.latch.tripped:
+                self.commands_rejected += 1
+                self.last_rejection = f"e-stop latched ({self.latch.reason})"
+                return
             try:
                 if len(msg.name) != len(msg.position):
                     raise UnsafeCommandError(
@@ -198,6 +210,8 @@ class SimWorldComponent:
         """Advance the world by ``dt`` seconds and publish whatever is due."""
         with self._lock:
             w = self.world
+            if self.latch.tripped:
+                self._goal = {}  # the old target is dropped, never resumed after a reset
             if self._goal:
                 current = w.joint_positions()
                 nxt = clamp_target(self.limits, current, self._goal, dt,
@@ -258,6 +272,27 @@ class SimWorldComponent:
             self._publish_due()
             return {"ok": True, "message": f"world reset with seed {self.world.seed}",
                     "seed": self.world.seed}
+
+    def _srv_estop(self, request: Any) -> dict[str, Any]:
+        reason = "e-stop pressed"
+        if isinstance(request, dict) and request.get("reason"):
+            reason = str(request["reason"])
+        with self._lock:
+            newly = self.latch.trip(reason)
+            self._goal = {}
+        if newly:
+            self._pub_operator.publish(OperatorEvent("estop", {"reason": reason},
+                                                     self.clock.now()))
+        return {"success": True, "message": f"e-stop latched: {reason}"}
+
+    def _srv_estop_reset(self, request: Any) -> dict[str, Any]:
+        with self._lock:
+            released = self.latch.reset()
+        if released:
+            self._pub_operator.publish(OperatorEvent("estop_reset", {}, self.clock.now()))
+        return {"success": released,
+                "message": "e-stop released; send a new command to move" if released
+                else "e-stop was not latched"}
 
     def _srv_reset(self, request: Any) -> dict[str, Any]:
         seed: Any = None

@@ -40,10 +40,15 @@ def test_arm_core_lifecycle_on_the_simulated_servo_bus():
             arm.step()
             time.sleep(0.01)
         assert js.latest().as_dict()["elbow_flex"] == pytest.approx(0.5, abs=0.02)
+        ops = core.bus.subscribe(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT)
         assert core.bus.call(names.ESTOP, {}) == {"success": True, "message": "e-stop latched"}
         send(0.0)
         assert "e-stop" in arm.last_refusal
+        arm.step()
+        assert ops.take().kind == "estop"  # announced, so the skill servers stop their skills
         assert core.bus.call(names.ESTOP_RESET, {})["success"] is True
+        arm.step()
+        assert ops.take().kind == "estop_reset"
         send(0.0, joint="nope")
         assert "unknown joint" in arm.last_refusal
         assert core.bus.call("set_torque", {"data": False})["success"] is True

@@ -137,3 +137,27 @@ def test_scene_detection_matches_projection(sim):
     for name in ("red_cup", "yellow_paper", "tray", "bin"):
         u, v = px(sim, name)
         assert abs(dets[name].centroid[0] - u) < 6 and abs(dets[name].centroid[1] - v) < 6
+
+
+def test_estop_is_latched_stops_the_skill_and_wins_until_reset(sim):
+    h = sim.bus.send_goal("skills/pick_object", SkillGoal(
+        "pick_object", {"point": px(sim, "red_cup")}, sim.executor.generation, "es1"))
+    sim.runtime.run_for(0.5)
+    assert h.status == GoalStatus.EXECUTING
+    r = sim.bus.call(names.ESTOP, {"reason": "operator pressed the button"})
+    assert r["success"]
+    sim.runtime.run_for(0.1)
+    assert h.done and h.result.outcome == "stopped"  # the e-stop is an operator takeover
+    q0 = sim.world.q.copy()
+    sim.runtime.run_for(1.0)
+    assert abs(sim.world.q - q0).max() < 0.02  # holding (momentum of one step at most)
+    # while latched no skill starts, and no command reaches the arm
+    h2 = run_tool(sim, "move_to_pose", {"pose": "ready"}, timeout=30)
+    assert h2.result.outcome == "refused" and "e-stop is latched" in h2.result.reason
+    before = sim.sim.commands_rejected
+    sim.arm.command({"shoulder_lift": 0.2})
+    assert sim.sim.commands_rejected == before + 1
+    assert "e-stop latched" in sim.sim.last_rejection
+    assert sim.bus.call(names.ESTOP_RESET, {})["success"]
+    h3 = run_tool(sim, "move_to_pose", {"pose": "ready"})
+    assert h3.result.outcome == "succeeded" and abs(sim.world.q[1] - 0.2) < 0.05

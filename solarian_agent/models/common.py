@@ -490,3 +490,38 @@ def to_plain(obj: Any) -> Any:
     if callable(dump):
         return dump(warnings=False)
     raise ModelError("malformed", f"unexpected reply object {type(obj).__name__}")
+
+
+OPENAI_LIMITS = ImageLimits(max_side=1024, max_pixels=1024 * 1024, max_images=50,
+                            max_bytes=20 * 1024 * 1024)
+
+
+class OpenAIProvider(HTTPModelProvider):
+    """What the three OpenAI wire formats share: image limits, the client (SDK retries off:
+    only ours apply) and the Responses-style input parts (also used by Decisions)."""
+
+    default_limits = OPENAI_LIMITS
+
+    def __init__(self, *, reasoning_effort: str | None = None, image_detail: str = "high",
+                 **kwargs: Any) -> None:
+        self.reasoning_effort = reasoning_effort
+        self.image_detail = image_detail
+        super().__init__(**kwargs)
+
+    def _make_client(self, api_key: str, base_url: str | None) -> Any:
+        import openai
+
+        return openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
+                             timeout=self.timeout_s)
+
+    def _parts(self, content: tuple[Any, ...]) -> list[dict[str, Any]]:
+        parts: list[dict[str, Any]] = []
+        for p in content:
+            if isinstance(p, ImagePart):
+                if p.label:
+                    parts.append({"type": "input_text", "text": p.label})
+                parts.append({"type": "input_image", "image_url": data_url(p),
+                              "detail": self.image_detail})
+            elif p.text:
+                parts.append({"type": "input_text", "text": p.text})
+        return parts

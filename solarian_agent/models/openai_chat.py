@@ -32,8 +32,7 @@ from typing import Any
 
 from .base import ImagePart, Message, ModelError, ModelReply, ModelRequest, ToolCall
 from .common import (
-    HTTPModelProvider,
-    ImageLimits,
+    OpenAIProvider,
     data_url,
     is_strict_schema,
     openai_usage,
@@ -42,24 +41,10 @@ from .common import (
 )
 
 
-class OpenAIChatProvider(HTTPModelProvider):
+class OpenAIChatProvider(OpenAIProvider):
     """``provider: openai`` — Chat Completions with tools and images."""
 
     name = "openai"
-    default_limits = ImageLimits(max_side=1024, max_pixels=1024 * 1024, max_images=50,
-                                 max_bytes=20 * 1024 * 1024)
-
-    def __init__(self, *, reasoning_effort: str | None = None, image_detail: str = "high",
-                 **kwargs: Any) -> None:
-        self.reasoning_effort = reasoning_effort
-        self.image_detail = image_detail
-        super().__init__(**kwargs)
-
-    def _make_client(self, api_key: str, base_url: str | None) -> Any:
-        import openai
-
-        return openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
-                             timeout=self.timeout_s)
 
     # ------------------------------------------------------------------ request
     def _build(self, request: ModelRequest) -> dict[str, Any]:

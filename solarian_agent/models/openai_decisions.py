@@ -38,8 +38,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import ImagePart, Message, ModelError, ModelReply, ModelRequest
-from .common import HTTPModelProvider, ImageLimits, data_url, openai_usage, to_plain
+from .base import Message, ModelError, ModelReply, ModelRequest
+from .common import OpenAIProvider, openai_usage, to_plain
 
 BREAKPOINT: dict[str, str] = {"mode": "explicit"}
 
@@ -64,22 +64,10 @@ class DecisionReply(ModelReply):
         return next((a for a in self.answers if a.name == name), None)
 
 
-class OpenAIDecisionsProvider(HTTPModelProvider):
+class OpenAIDecisionsProvider(OpenAIProvider):
     """``provider: openai_decisions`` — typed monitor answers from ``/v1/decisions``."""
 
     name = "openai_decisions"
-    default_limits = ImageLimits(max_side=1024, max_pixels=1024 * 1024, max_images=50,
-                                 max_bytes=20 * 1024 * 1024)
-
-    def __init__(self, *, image_detail: str = "high", **kwargs: Any) -> None:
-        self.image_detail = image_detail
-        super().__init__(**kwargs)
-
-    def _make_client(self, api_key: str, base_url: str | None) -> Any:
-        import openai
-
-        return openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
-                             timeout=self.timeout_s)
 
     # ------------------------------------------------------------------ request
     def _build(self, request: ModelRequest) -> dict[str, Any]:
@@ -122,18 +110,6 @@ class OpenAIDecisionsProvider(HTTPModelProvider):
             else:
                 items.append({"role": "user", "content": self._parts(m.content) or "(empty)"})
         return items
-
-    def _parts(self, content: tuple[Any, ...]) -> list[dict[str, Any]]:
-        parts: list[dict[str, Any]] = []
-        for p in content:
-            if isinstance(p, ImagePart):
-                if p.label:
-                    parts.append({"type": "input_text", "text": p.label})
-                parts.append({"type": "input_image", "image_url": data_url(p),
-                              "detail": self.image_detail})
-            elif p.text:
-                parts.append({"type": "input_text", "text": p.text})
-        return parts
 
     # ------------------------------------------------------------------ transport
     def _send(self, params: dict[str, Any], timeout_s: float, deadline: float) -> Any:

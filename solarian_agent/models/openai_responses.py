@@ -27,9 +27,7 @@ from typing import Any
 
 from .base import ImagePart, Message, ModelError, ModelReply, ModelRequest, ToolCall
 from .common import (
-    HTTPModelProvider,
-    ImageLimits,
-    data_url,
+    OpenAIProvider,
     dig,
     is_strict_schema,
     openai_usage,
@@ -40,24 +38,10 @@ from .common import (
 _TERMINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed")
 
 
-class OpenAIResponsesProvider(HTTPModelProvider):
+class OpenAIResponsesProvider(OpenAIProvider):
     """``provider: openai_responses`` — the Responses API with function tools and typed answers."""
 
     name = "openai_responses"
-    default_limits = ImageLimits(max_side=1024, max_pixels=1024 * 1024, max_images=50,
-                                 max_bytes=20 * 1024 * 1024)
-
-    def __init__(self, *, reasoning_effort: str | None = None, image_detail: str = "high",
-                 **kwargs: Any) -> None:
-        self.reasoning_effort = reasoning_effort
-        self.image_detail = image_detail
-        super().__init__(**kwargs)
-
-    def _make_client(self, api_key: str, base_url: str | None) -> Any:
-        import openai
-
-        return openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0,
-                             timeout=self.timeout_s)
 
     # ------------------------------------------------------------------ request
     def _build(self, request: ModelRequest) -> dict[str, Any]:
@@ -109,18 +93,6 @@ class OpenAIResponsesProvider(HTTPModelProvider):
                 items.append({"role": "user", "content": parts or [
                     {"type": "input_text", "text": "(empty)"}]})
         return items
-
-    def _parts(self, content: tuple[Any, ...]) -> list[dict[str, Any]]:
-        parts: list[dict[str, Any]] = []
-        for p in content:
-            if isinstance(p, ImagePart):
-                if p.label:
-                    parts.append({"type": "input_text", "text": p.label})
-                parts.append({"type": "input_image", "image_url": data_url(p),
-                              "detail": self.image_detail})
-            elif p.text:
-                parts.append({"type": "input_text", "text": p.text})
-        return parts
 
     # ------------------------------------------------------------------ transport
     def _send(self, params: dict[str, Any], timeout_s: float, deadline: float) -> Any:

@@ -1,8 +1,10 @@
 """``solarian-agent chat``: talk to the agent from a terminal.
 
 Type a task and press Enter; the agent's messages and its events print as they come.
-``/cancel`` stops the run, ``/reset`` also forgets the conversation, ``/status`` shows the plan
-and running actions, ``/events`` toggles the event lines, ``/quit`` (or Ctrl-D) leaves.
+``/cancel`` stops the run, ``/reset`` also forgets the conversation, ``/estop [reason]`` latches
+the arm's e-stop (the arm holds and every skill is refused until ``/estop-reset``),
+``/status`` shows the plan and running actions, ``/events`` toggles the event lines, ``/quit``
+(or Ctrl-D) leaves.  An e-stop latched or released by anyone prints as it happens.
 
 The chat talks through an :class:`~.link.AgentLink`, so the same code works against the
 embedded default (an in-process Bus) and, with ``--ros``, against the ROS graph.  Link
@@ -22,16 +24,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..core.messages import AgentEvent, AgentState
-from .link import AgentLink, BusLike, BusLink, describe_event
+from ..core import names
+from ..core.messages import AgentEvent, AgentState, OperatorEvent
+from .link import AgentLink, BusLike, BusLink, Reply, describe_event, estop_unavailable
 
 HELP = """\
 commands: /cancel  stop the run          /reset   stop and forget the conversation
           /status  plan and actions       /events  show / hide event lines
+          /estop [reason]  latch the arm's e-stop: it holds, every skill is refused
+          /estop-reset     release the e-stop
           /help    this text              /quit    leave (Ctrl-D too)
 anything else is sent to the agent."""
 
-DIM, BOLD, OP, RESET = "\033[2m", "\033[1m", "\033[35m", "\033[0m"
+DIM, BOLD, OP, ALERT, RESET = "\033[2m", "\033[1m", "\033[35m", "\033[1;41;97m", "\033[0m"
 
 # the embedded default: returns a bus the agent runs on and a function that stops it
 EmbeddedFactory = Callable[[], "tuple[BusLike, Callable[[], None]]"]
@@ -143,9 +148,21 @@ class ChatSession:
         by = ev.data.get("by") if isinstance(ev.data, dict) else None
         self.emit(self._style(line, OP if by == "operator" else DIM))
 
+    def _on_operator(self, ev: OperatorEvent) -> None:
+        # always shown (even with event lines off): whoever latched it, the arm now holds
+        if ev.kind == "estop":
+            reason = dict(ev.detail).get("reason", "") or "e-stop pressed"
+            self.emit(self._style(f"*** E-STOP LATCHED: {reason} — every skill is refused "
+                                  "until /estop-reset ***", ALERT))
+        elif ev.kind == "estop_reset":
+            self.emit(self._style("*** e-stop released ***", BOLD))
+
     def start(self) -> None:
         self.link.on_state(self._on_state)
         self.link.on_event(self._on_event)
+        on_operator = getattr(self.link, "on_operator", None)
+        if on_operator is not None:
+            on_operator(self._on_operator)
         self._printer.start()
 
     def close(self) -> None:
@@ -188,6 +205,14 @@ class ChatSession:
             self.show_events = not self.show_events
             self.emit(f"event lines {'on' if self.show_events else 'off'}")
             return True
+        if word == "/estop":
+            note = " ".join(text.split()[1:])[:200]
+            reason = "operator e-stop from the chat" + (f": {note}" if note else "")
+            self._estop_reply(word, self._link_call("estop", reason))
+            return True
+        if word == "/estop-reset":
+            self._estop_reply(word, self._link_call("estop_reset"))
+            return True
         if word == "/cancel":
             r = self.link.cancel("operator")
         elif word == "/reset":
@@ -202,6 +227,21 @@ class ChatSession:
         if not r.get("ok"):
             self.emit(f"not sent: {r.get('reason', 'refused')}")
         return True
+
+    def _link_call(self, method: str, *args: Any) -> Reply:
+        fn = getattr(self.link, method, None)
+        if fn is None:  # a link without the e-stop methods
+            return estop_unavailable(names.ESTOP if method == "estop" else names.ESTOP_RESET)
+        try:
+            return dict(fn(*args))
+        except Exception as e:  # the chat stays up whatever the link does
+            return {"ok": False, "reason": f"{type(e).__name__}: {e}"}
+
+    def _estop_reply(self, word: str, r: Reply) -> None:
+        if r.get("ok"):
+            self.emit(str(r.get("message") or f"{word}: done"))
+        else:
+            self.emit(f"{word} failed: {r.get('reason') or 'refused'}")
 
 
 def run_chat(link: AgentLink, *, input_fn: Callable[[str], str] = input,

@@ -1,7 +1,9 @@
 """The small interface every front end (web panel, terminal chat) talks to the agent through.
 
 A front end only ever *sends* the three agent commands (``agent/message`` {text},
-``agent/cancel`` {by}, ``agent/reset`` {by}) and *reads* ``agent/state`` (latched),
+``agent/cancel`` {by}, ``agent/reset`` {by}), the arm's e-stop (``estop`` {reason} and
+``estop_reset``, std_srvs Trigger services served by the arm driver or the simulator, not by
+the agent) and *reads* ``agent/state`` (latched),
 ``agent/events``, ``monitor/verdicts``, ``operator/events`` and image topics.  :class:`AgentLink`
 names exactly that; :class:`BusLink` implements it on the in-process :class:`Bus` (the embedded
 default).  A ROS graph is reached by handing :class:`BusLink` any object with the Bus's
@@ -22,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from ..core import names
+from ..core.errors import ServiceUnavailableError
 from ..core.messages import AgentEvent, AgentState, Image, MonitorVerdict, OperatorEvent
 from ..core.transport import LATCHED, QoS
 
@@ -39,6 +42,19 @@ class AgentLink(Protocol):
 
     def reset(self, by: str = "operator") -> Reply: ...
 
+    def estop_available(self) -> bool:
+        """Whether something serves the e-stop (the arm driver or the simulator)."""
+        ...
+
+    def estop(self, reason: str = "") -> Reply:
+        """Latch the arm's e-stop.  The reply also has ``message`` (the driver's answer) and,
+        when nothing serves the e-stop, ``unavailable: True`` with a reason that says so."""
+        ...
+
+    def estop_reset(self) -> Reply:
+        """Release a latched e-stop (``ok`` False when it was not latched)."""
+        ...
+
     def on_state(self, cb: Callable[[AgentState], None]) -> None: ...
 
     def on_event(self, cb: Callable[[AgentEvent], None]) -> None: ...
@@ -52,6 +68,15 @@ class AgentLink(Protocol):
     def latest_image(self, topic: str) -> Image | None: ...
 
     def close(self) -> None: ...
+
+
+ESTOP_UNAVAILABLE = ("e-stop unavailable: nothing serves {service!r} on this bus (is the arm "
+                     "driver or the simulator running?); Cancel still stops the agent")
+
+
+def estop_unavailable(service: str = names.ESTOP) -> Reply:
+    return {"ok": False, "reason": ESTOP_UNAVAILABLE.format(service=service), "message": "",
+            "unavailable": True}
 
 
 class BusLike(Protocol):
@@ -177,6 +202,43 @@ class BusLink:
     def reset(self, by: str = "operator") -> Reply:
         return self._call(names.AGENT_RESET, {"by": by})
 
+    def _has_service(self, name: str) -> bool:
+        has = getattr(self.bus, "has_service", None)
+        if has is None:  # a bus that cannot tell: the call itself will
+            return True
+        try:
+            return bool(has(name))
+        except Exception:
+            log.debug("has_service(%r) failed", name, exc_info=True)
+            return False
+
+    def _trigger(self, service: str, request: Mapping[str, Any]) -> Reply:
+        """Call a std_srvs Trigger service: {success, message} -> {ok, reason, message}."""
+        if not self._has_service(service):
+            return estop_unavailable(service)
+        try:
+            r = self.bus.call(service, dict(request), timeout_s=self.service_timeout_s)
+        except ServiceUnavailableError:
+            return estop_unavailable(service)
+        except Exception as e:
+            return {"ok": False, "reason": f"{service}: {type(e).__name__}: {e}", "message": ""}
+        if isinstance(r, Mapping):
+            ok = bool(r.get("success", r.get("ok", False)))
+            message = str(r.get("message", r.get("reason", "")))
+        else:
+            ok, message = bool(getattr(r, "success", False)), str(getattr(r, "message", ""))
+        return {"ok": ok, "reason": "" if ok else (message or f"{service} refused"),
+                "message": message}
+
+    def estop_available(self) -> bool:
+        return self._has_service(names.ESTOP)
+
+    def estop(self, reason: str = "") -> Reply:
+        return self._trigger(names.ESTOP, {"reason": reason} if reason else {})
+
+    def estop_reset(self) -> Reply:
+        return self._trigger(names.ESTOP_RESET, {})
+
     def close(self) -> None:
         with self._lock:
             for k in self._cbs:
@@ -253,6 +315,10 @@ def describe_event(kind: str, data: Mapping[str, Any]) -> str:
         if kind == "monitor_decision":
             ok = "" if g("accepted", True) else " (not accepted)"
             return f"{g('source', 'monitor')} {g('decision')} {g('action_id', '')}{ok}"
+        if kind == "operator_takeover" and g("action") == "estop":
+            return f"operator e-stop latched: {(g('detail') or {}).get('reason', '')}"
+        if kind == "operator_takeover" and g("action") == "estop_reset":
+            return "operator released the e-stop"
         if kind == "operator_takeover":
             return f"operator took over: {g('action')} {compact(g('detail') or {}, 80)}"
         if kind == "run_paused":

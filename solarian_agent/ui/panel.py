@@ -1,9 +1,10 @@
 """The operator panel: a page served on localhost (starlette + uvicorn, no front-end build).
 
 It shows the plan with each step's state, the running actions with elapsed time and monitor
-verdicts, the conversation, an input box, Cancel and Reset, the live camera views and
-``agent/view`` (the image the planner last saw, its chosen points marked), and the operator's
-takeover when it happens.  It sends the same three commands as any front end.
+verdicts, the conversation, an input box, Cancel and Reset, an always-visible E-STOP (and a
+banner while the arm's e-stop is latched), the live camera views and ``agent/view`` (the image
+the planner last saw, its chosen points marked), and the operator's takeover when it happens.
+It sends the same commands as any front end.
 
 Updates are pushed to the page with server-sent events (``GET /events``), never polled:
 
@@ -16,10 +17,20 @@ Updates are pushed to the page with server-sent events (``GET /events``), never 
   the page then fetches ``GET /frame?topic=...`` once per announcement, so the JPEG encoding
   happens only for frames someone looks at, off the control path.
 
-Control lock: one client (an open page) holds it at a time; sending a message and Reset need
-it.  Cancel is a safety command: it is accepted from any viewer, with or without the lock.
-The lock is released when its page disconnects.  Commands are JSON POSTs (a cross-site form
-cannot send them).  The server binds to loopback only.
+Control lock: one client (an open page) holds it at a time; sending a message, Reset and
+releasing the e-stop need it.  Cancel and E-STOP are safety commands: they are accepted from
+any viewer, with or without the lock (or a body).  The lock is released when its page
+disconnects.
+
+E-stop: ``POST /api/estop`` calls the arm driver's (or the simulator's) latched ``estop``
+service with a reason naming the viewer; ``POST /api/estop_reset`` (lock) calls
+``estop_reset``.  The latch is followed from the ``estop`` / ``estop_reset`` operator events
+and pushed to every page (``estop`` messages), which shows a banner until the reset.  When
+nothing serves ``estop`` the endpoint answers 503 with ``unavailable: true`` and the page's
+button says so (availability is re-checked about once a second).
+
+Other commands are JSON POSTs (a cross-site form cannot send them).  The server binds to
+loopback only.
 """
 
 from __future__ import annotations
@@ -42,9 +53,10 @@ from typing import Any
 
 import numpy as np
 
+from ..core import names
 from ..core.clock import Clock
 from ..core.messages import AgentEvent, AgentState, Image, MonitorVerdict, OperatorEvent
-from .link import AgentLink, BusLike, BusLink, describe_event
+from .link import AgentLink, BusLike, BusLink, Reply, describe_event, estop_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -196,6 +208,13 @@ class PanelHub:
         self.verdicts: collections.OrderedDict[str, dict[str, dict[str, Any]]] = \
             collections.OrderedDict()
         self.operator: dict[str, Any] | None = None
+        # how recent actions ended (action id -> the plan status shown): authoritative for a
+        # plan step the planner still lists as running (a paused run keeps its plan as is)
+        self._ended: collections.OrderedDict[str, str] = collections.OrderedDict()
+        # the arm's e-stop as this panel knows it: from the operator events since it started
+        self.estop: dict[str, Any] = {"available": self._estop_available(), "latched": False,
+                                      "reason": "", "t": None}
+        self._estop_checked_at = time.monotonic()
         self.frames: dict[str, int] = {}
         self._frame_src: dict[str, Any] = {}
         self._frame_sent_at: dict[str, float] = {}
@@ -303,10 +322,22 @@ class PanelHub:
         prev = self.state.get("status")
         if st.status == "running" or (prev == "paused" and st.status != "paused"):
             self.operator = None  # the takeover is over: the run resumed or ended
+        running = {str(a.get("action_id")) for a in actions}
+        plan = [self._ended_step(s, running) for s in st.plan]
         self.state = _clean({"status": st.status, "task": st.task, "generation": st.generation,
-                             "plan": list(st.plan), "actions": actions,
+                             "plan": plan, "actions": actions,
                              "conversation": list(st.conversation), "stamp": st.stamp})
         self.broadcast({"type": "state", "state": self.state, "operator": self.operator})
+
+    def _ended_step(self, step: Any, running: set[str]) -> Any:
+        """A step still listed as running whose action has ended (and is not running) shows
+        how it ended."""
+        if not isinstance(step, dict) or step.get("status") != "running":
+            return step
+        aid = str(step.get("action_id"))
+        if aid in self._ended and aid not in running:
+            return {**step, "status": self._ended[aid]}
+        return step
 
     def _on_event(self, ev: AgentEvent) -> None:
         data = dict(ev.data)
@@ -323,11 +354,15 @@ class PanelHub:
             aid = data.get("action_id")
             acts = self.state.get("actions") or []
             plan = self.state.get("plan") or []
+            outcome = str(data.get("outcome", ""))
+            shown = {"succeeded": "done", "failed": "failed", "timed_out": "failed"}.get(
+                outcome, "stopped")
+            if aid is not None:
+                self._ended[str(aid)] = shown
+                while len(self._ended) > 200:
+                    self._ended.popitem(last=False)
             stale = [s for s in plan if s.get("action_id") == aid and s.get("status") == "running"]
             if stale or any(a.get("action_id") == aid for a in acts):
-                outcome = str(data.get("outcome", ""))
-                shown = {"succeeded": "done", "failed": "failed", "timed_out": "failed"}.get(
-                    outcome, "stopped")
                 self.state = {**self.state,
                               "actions": [a for a in acts if a.get("action_id") != aid],
                               "plan": [{**s, "status": shown} if s in stale else s
@@ -350,8 +385,64 @@ class PanelHub:
     def _on_operator(self, ev: OperatorEvent) -> None:
         self.operator = _clean({"t": ev.stamp, "action": ev.kind, "detail": dict(ev.detail)})
         self.broadcast({"type": "operator", "operator": self.operator})
+        if ev.kind == "estop":
+            reason = str(dict(ev.detail).get("reason", "") or "e-stop pressed")
+            self._set_estop(latched=True, reason=reason, t=_finite(float(ev.stamp)),
+                            available=True)
+        elif ev.kind == "estop_reset":
+            self._set_estop(latched=False, reason="", t=_finite(float(ev.stamp)),
+                            available=True)
+
+    # e-stop ------------------------------------------------------------------------------
+    def _estop_available(self) -> bool:
+        fn = getattr(self.link, "estop_available", None)
+        if fn is None:  # a link without the e-stop methods
+            return False
+        try:
+            return bool(fn())
+        except Exception:
+            log.debug("estop_available failed", exc_info=True)
+            return False
+
+    def _set_estop(self, **change: Any) -> None:
+        new = {**self.estop, **change}
+        if new != self.estop:
+            self.estop = new
+            self.broadcast({"type": "estop", "estop": self.estop})
+
+    def _refresh_estop_available(self, every_s: float = 1.0) -> None:
+        now = time.monotonic()
+        if now - self._estop_checked_at >= every_s:
+            self._estop_checked_at = now
+            self._set_estop(available=self._estop_available())
+
+    def estop_reason(self, client: str | None, note: str = "") -> str:
+        """The reason sent with a viewer's e-stop: it names the viewer (and whether it held
+        the control lock), then the viewer's own words if any."""
+        known = client is not None and client in self.clients
+        who = f"viewer {client}" if known else "a viewer"
+        lock = "holds control" if self.lock.held_by(client) else "without the control lock"
+        reason = f"operator e-stop from the panel ({who}, {lock})"
+        note = " ".join(note.split())[:200]
+        return f"{reason}: {note}" if note else reason
+
+    def estop_command(self, reason: str) -> Reply:
+        """Latch the e-stop (blocking: run it off the loop)."""
+        fn = getattr(self.link, "estop", None)
+        return estop_unavailable() if fn is None else dict(fn(reason))
+
+    def estop_reset_command(self) -> Reply:
+        """Release the e-stop (blocking: run it off the loop)."""
+        fn = getattr(self.link, "estop_reset", None)
+        return estop_unavailable(names.ESTOP_RESET) if fn is None else dict(fn())
+
+    def estop_answered(self, r: Reply) -> None:
+        """After an e-stop command (in the loop): an unavailable answer updates the button."""
+        if r.get("unavailable"):
+            self._set_estop(available=False)
 
     def _tick(self) -> None:
+        self._refresh_estop_available()
         actions = self.state.get("actions") or []
         if not actions:
             return
@@ -387,6 +478,7 @@ class PanelHub:
         out.append(dumps({"type": "state", "state": self.state, "operator": self.operator}))
         out.append(dumps({"type": "events", "events": list(self.events)}))
         out.append(dumps({"type": "lock", "holder": self.lock.holder}))
+        out.append(dumps({"type": "estop", "estop": self.estop}))
         out.append(dumps({"type": "cameras", "topics": self.link.image_topics()}))
         for topic, seq in self.frames.items():
             out.append(dumps({"type": "frame", "topic": topic, "seq": seq}))
@@ -522,9 +614,35 @@ def build_app(hub: PanelHub) -> Any:
         except TimeoutError:
             return {"ok": False, "reason": "the agent did not answer in time"}
 
+    async def lenient_body(request: Request) -> dict[str, Any]:
+        """A safety command's body: whatever parses as a JSON object, else nothing."""
+        try:
+            raw = await request.body()
+            data = json.loads(raw) if raw and len(raw) <= 64_000 else {}
+        except ValueError:
+            return {}
+        return data if isinstance(data, dict) else {}
+
     def reply(r: dict[str, Any], denied: bool = False) -> Response:
-        code = 403 if denied else (200 if r.get("ok") else 409)
+        if r.get("unavailable"):
+            code = 503
+        else:
+            code = 403 if denied else (200 if r.get("ok") else 409)
         return JSONResponse(r, status_code=code)
+
+    async def do_estop(client: Any, note: Any = "") -> Response:
+        cid = client if isinstance(client, str) else None
+        reason = hub.estop_reason(cid, note if isinstance(note, str) else "")
+        r = await run_command(lambda: hub.estop_command(reason))
+        hub.estop_answered(r)
+        if r.get("ok"):
+            log.warning("panel: e-stop latched: %s", reason)
+        return reply(r)
+
+    async def do_estop_reset() -> Response:
+        r = await run_command(hub.estop_reset_command)
+        hub.estop_answered(r)
+        return reply(r)
 
     @safe
     async def index(request: Request) -> Response:
@@ -542,7 +660,8 @@ def build_app(hub: PanelHub) -> Any:
     @safe
     async def state(request: Request) -> Response:
         return JSONResponse({"state": hub.state, "operator": hub.operator,
-                             "lock": hub.lock.holder, "events": list(hub.events),
+                             "lock": hub.lock.holder, "estop": hub.estop,
+                             "events": list(hub.events),
                              "clients": len(hub.clients), "pump_errors": hub.pump_errors,
                              "intake_dropped": hub.intake.dropped,
                              "cameras": hub.link.image_topics()})
@@ -599,8 +718,11 @@ def build_app(hub: PanelHub) -> Any:
             return data
         text = str(data.get("text", "")).strip()
         client = data.get("client")
-        if text.split(" ")[0] == "/cancel":
+        word = text.split(" ")[0]
+        if word == "/cancel":
             return reply(await run_command(lambda: hub.link.cancel("operator")))
+        if word == "/estop":  # a safety command too
+            return await do_estop(client, text[len(word):].strip())
         if not hub.lock.held_by(client if isinstance(client, str) else None):
             return reply({"ok": False, "reason": "sending a message needs the control lock"},
                          denied=True)
@@ -608,8 +730,10 @@ def build_app(hub: PanelHub) -> Any:
             return reply({"ok": False, "reason": "empty message"})
         if len(text) > 8000:
             return reply({"ok": False, "reason": "message longer than 8000 characters"})
-        if text.split(" ")[0] == "/reset":
+        if word == "/reset":
             return reply(await run_command(lambda: hub.link.reset("operator")))
+        if word == "/estop-reset":
+            return await do_estop_reset()
         return reply(await run_command(lambda: hub.link.message(text)))
 
     @safe
@@ -626,6 +750,24 @@ def build_app(hub: PanelHub) -> Any:
         if not hub.lock.held_by(client if isinstance(client, str) else None):
             return reply({"ok": False, "reason": "reset needs the control lock"}, denied=True)
         return reply(await run_command(lambda: hub.link.reset("operator")))
+
+    @safe
+    async def cmd_estop(request: Request) -> Response:
+        # a safety command: accepted from any viewer, lock or not, body or not; the body's
+        # client (and optional reason) only name who pressed it
+        data = await lenient_body(request)
+        return await do_estop(data.get("client"), data.get("reason", ""))
+
+    @safe
+    async def cmd_estop_reset(request: Request) -> Response:
+        data = await body(request)
+        if isinstance(data, Response):
+            return data
+        client = data.get("client")
+        if not hub.lock.held_by(client if isinstance(client, str) else None):
+            return reply({"ok": False, "reason": "releasing the e-stop needs the control lock"},
+                         denied=True)
+        return await do_estop_reset()
 
     @safe
     async def cmd_lock(request: Request) -> Response:
@@ -659,6 +801,8 @@ def build_app(hub: PanelHub) -> Any:
         Route("/api/message", cmd_message, methods=["POST"]),
         Route("/api/cancel", cmd_cancel, methods=["POST"]),
         Route("/api/reset", cmd_reset, methods=["POST"]),
+        Route("/api/estop", cmd_estop, methods=["POST"]),
+        Route("/api/estop_reset", cmd_estop_reset, methods=["POST"]),
         Route("/api/lock", cmd_lock, methods=["POST"]),
         Route("/api/unlock", cmd_unlock, methods=["POST"]),
     ]

@@ -1,4 +1,5 @@
-"""The terminal chat against the embedded default (an in-process Bus with the toy harness)."""
+"""The terminal chat against the embedded default (an in-process Bus with the toy harness,
+or the simulated robot for the e-stop)."""
 
 from __future__ import annotations
 
@@ -152,3 +153,63 @@ def test_new_entries_handles_a_sliding_window_and_a_reset():
     assert _new_entries(a, a[2:] + [{"n": 5}, {"n": 6}]) == [{"n": 5}, {"n": 6}]
     assert _new_entries(a, [{"n": 9}]) == [{"n": 9}]
     assert _new_entries(a, []) == []
+
+
+def test_chat_estop_and_estop_reset_on_the_simulated_robot():
+    """/estop latches the simulator's e-stop (the executor then refuses every skill) and the
+    chat prints the latch as it happens; /estop-reset releases it; /help lists both."""
+    from solarian_agent.system import build_sim_system
+
+    system = build_sim_system(seed=7, log_root=None)  # FakeClock, stepped by the Stepper
+    typist, out = Typist(), LockedIO()
+    rc: list[int] = []
+    with Stepper(system, max_s=30) as stepper:  # type: ignore[arg-type]
+        t = threading.Thread(target=lambda: rc.append(main_chat(
+            ["--no-color"], embedded=lambda: (system.bus, stepper.stop_event.set),
+            input_fn=typist, out=out)))
+        t.start()
+        try:
+            typist.type("/help")
+            wait_for(lambda: "/estop [reason]" in out.text() and "/estop-reset" in out.text(),
+                     5, "the help text")
+            typist.type("/estop-reset")  # nothing latched yet: the driver's answer is shown
+            wait_for(lambda: "/estop-reset failed: e-stop was not latched" in out.text(), 5,
+                     "the refusal")
+            typist.type("/estop   the cup is slipping")
+            wait_for(lambda: system.sim.latch.tripped, 5, "the latch")
+            assert system.sim.latch.reason == "operator e-stop from the chat: the cup is slipping"
+            wait_for(lambda: system.executor.estop_latched, 5, "the executor to hear it")
+            wait_for(lambda: "*** E-STOP LATCHED: operator e-stop from the chat: the cup is "
+                     "slipping" in out.text(), 5, "the latch line")
+            assert "e-stop latched: operator e-stop from the chat" in out.text()  # the reply
+            typist.type("/estop-reset")
+            wait_for(lambda: not system.sim.latch.tripped and not system.executor.estop_latched,
+                     5, "the release")
+            wait_for(lambda: "*** e-stop released ***" in out.text(), 5, "the release line")
+            typist.type("/estop")  # no reason: the chat still names itself
+            wait_for(lambda: system.sim.latch.reason == "operator e-stop from the chat", 5,
+                     "the second latch")
+            typist.type("/quit")
+        finally:
+            typist.close()
+            t.join(10)
+        assert not t.is_alive() and rc == [0]
+    assert stepper.error is None, stepper.error
+    system.shutdown()
+
+
+def test_chat_estop_when_nothing_serves_it():
+    from solarian_agent.core.transport import Bus
+    from solarian_agent.ui.link import BusLink
+
+    link = BusLink(Bus(), [])
+    out = LockedIO()
+    s = ChatSession(link, out, show_events=False)
+    s.start()
+    s.handle_line("/estop now")
+    s.handle_line("/estop-reset")
+    s.close()
+    link.close()
+    text = out.text()
+    assert "/estop failed: e-stop unavailable: nothing serves 'estop'" in text
+    assert "/estop-reset failed: e-stop unavailable: nothing serves 'estop_reset'" in text

@@ -1,8 +1,10 @@
-"""The panel's server without a browser: the control lock, Cancel from any viewer, bad
-requests, errors that must not escape, bounded queues, loopback only."""
+"""The panel's server without a browser: the control lock, Cancel and E-STOP from any viewer,
+the e-stop's clear error when nothing serves it, bad requests, errors that must not escape,
+bounded queues, loopback only."""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -248,3 +250,147 @@ def test_describe_event_lines():
         "planner_turn", {"turn": "turns/0001.json", "latency_s": 1.2, "tools": ["observe"]})
     assert describe_event("weird", {"x": 1}) == 'weird {"x": 1}'
     assert describe_event("monitor_answer", {"probability": "bad", "question": "q"})
+
+
+# ----------------------------------------------------------------------------------------
+# e-stop
+# ----------------------------------------------------------------------------------------
+class TriggerServer:
+    """An e-stop on a bare Bus, as the arm driver serves it: latched, announced as operator
+    events; every request recorded."""
+
+    def __init__(self, bus: Bus) -> None:
+        from solarian_agent.core.messages import OperatorEvent
+
+        self.requests: list[tuple[str, Any]] = []
+        self.latched = False
+        pub = bus.publisher(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT)
+
+        def estop(req: Any) -> dict[str, Any]:
+            self.requests.append(("estop", req))
+            newly, self.latched = not self.latched, True
+            if newly:
+                pub.publish(OperatorEvent("estop", {"reason": req.get("reason", "")}, 1.0))
+            return {"success": True, "message": f"e-stop latched: {req.get('reason', '')}"}
+
+        def reset(req: Any) -> dict[str, Any]:
+            self.requests.append(("estop_reset", req))
+            was, self.latched = self.latched, False
+            if was:
+                pub.publish(OperatorEvent("estop_reset", {}, 2.0))
+            return {"success": was, "message": "e-stop released" if was
+                    else "e-stop was not latched"}
+
+        self.serve = lambda: (bus.create_service(names.ESTOP, names.T_TRIGGER, estop),
+                              bus.create_service(names.ESTOP_RESET, names.T_TRIGGER, reset))
+
+
+def test_estop_endpoint_without_an_estop_service_is_a_clear_error():
+    bus = Bus()  # nothing serves estop: no arm driver, no simulator
+    with serve_panel(bus, FakeClock(), "127.0.0.1", 0) as panel:
+        url = panel.url
+        s = SSE(url)
+        try:
+            c = s.client
+            # the page is told at once, so its button says the e-stop is unavailable
+            wait_for(lambda: s.of("estop"), 5, "the e-stop snapshot")
+            assert s.of("estop")[-1]["estop"]["available"] is False
+            for payload, ctype in (({"client": c}, "application/json"),
+                                   (b"", "text/plain"), (b"{broken", "application/json")):
+                code, r = post(url, "api/estop", payload, content_type=ctype)
+                assert code == 503, (code, r)
+                assert r["ok"] is False and r["unavailable"] is True
+                assert "e-stop unavailable" in r["reason"] and "'estop'" in r["reason"]
+            # typed in the input box, by a viewer without the lock: the same answer
+            code, r = post(url, "api/message", {"client": c, "text": "/estop now"})
+            assert code == 503 and r["unavailable"] is True
+            # releasing needs the lock first, then says the same
+            assert post(url, "api/estop_reset", {"client": c})[0] == 403
+            assert post(url, "api/lock", {"client": c})[0] == 200
+            code, r = post(url, "api/estop_reset", {"client": c})
+            assert code == 503 and "'estop_reset'" in r["reason"]
+            code, body, _ = get(url, "api/state")
+            assert code == 200 and json.loads(body)["estop"]["available"] is False
+        finally:
+            s.close()
+    assert panel.hub.pump_errors == 0
+
+
+def test_estop_with_a_link_that_has_no_estop_methods():
+    link = FakeLink()  # an AgentLink written before the e-stop existed
+    with serve_panel(None, FakeClock(), "127.0.0.1", 0, link=link) as panel:
+        code, r = post(panel.url, "api/estop", {})
+        assert code == 503 and r["unavailable"] is True and "e-stop unavailable" in r["reason"]
+        assert panel.hub.estop["available"] is False
+    assert link.sent == []
+
+
+def test_bus_link_estop_without_a_service():
+    link = BusLink(Bus(), [])
+    assert link.estop_available() is False
+    for r in (link.estop("why"), link.estop_reset()):
+        assert r["ok"] is False and r["unavailable"] is True
+        assert "nothing serves" in r["reason"]
+    link.close()
+
+
+def test_estop_from_any_viewer_banner_state_and_reset_needs_the_lock():
+    bus = Bus()
+    server = TriggerServer(bus)
+    with serve_panel(bus, FakeClock(), "127.0.0.1", 0) as panel:
+        url = panel.url
+        a = b = None
+        try:
+            a, b = SSE(url), SSE(url)
+            ca, cb = a.client, b.client
+            assert post(url, "api/lock", {"client": ca})[0] == 200
+            assert b.of("estop")[-1]["estop"] == {"available": False, "latched": False,
+                                                  "reason": "", "t": None}
+            # the arm driver comes up after the panel: the pages hear it within a second or so
+            server.serve()
+            wait_for(lambda: b.of("estop")[-1]["estop"]["available"], 5, "availability")
+            # viewer B, without the lock, latches it; the reason names B
+            code, r = post(url, "api/estop", {"client": cb, "reason": "cup  is\nslipping"})
+            assert code == 200 and r["ok"] is True and "e-stop latched" in r["message"]
+            kind, req = server.requests[-1]
+            assert kind == "estop" and req["reason"] == (
+                f"operator e-stop from the panel (viewer {cb}, without the control lock): "
+                "cup is slipping")
+            for s in (a, b):  # every page shows the banner
+                wait_for(lambda s=s: s.of("estop")[-1]["estop"]["latched"], 5, "the latch")
+            assert "cup is slipping" in a.of("estop")[-1]["estop"]["reason"]
+            # a bare POST (no body, no client) is still an e-stop; an unknown client is not
+            # echoed into the reason
+            assert post(url, "api/estop", b"", content_type="text/plain")[0] == 200
+            assert post(url, "api/estop", {"client": "<b>x</b>"})[0] == 200
+            assert all(req.get("reason", "").startswith(
+                "operator e-stop from the panel (a viewer, without the control lock)")
+                for _, req in server.requests[-2:])
+            # releasing needs the lock
+            assert post(url, "api/estop_reset", {"client": cb})[0] == 403
+            code, r = post(url, "api/message", {"client": cb, "text": "/estop-reset"})
+            assert code == 403
+            assert server.latched
+            assert post(url, "api/estop_reset", {"client": ca}) == (
+                200, {"ok": True, "reason": "", "message": "e-stop released"})
+            for s in (a, b):
+                wait_for(lambda s=s: not s.of("estop")[-1]["estop"]["latched"], 5, "the reset")
+            # not latched any more: the driver's answer is passed on (409)
+            code, r = post(url, "api/message", {"client": ca, "text": "/estop-reset"})
+            assert code == 409 and r["reason"] == "e-stop was not latched"
+            # /estop typed by the holder names it as holding control
+            assert post(url, "api/message", {"client": ca, "text": "/estop"})[0] == 200
+            assert server.requests[-1][1]["reason"] == (
+                f"operator e-stop from the panel (viewer {ca}, holds control)")
+            # a page opened now starts from the latched state
+            c = SSE(url)
+            try:
+                wait_for(lambda: c.of("estop") and c.of("estop")[-1]["estop"]["latched"], 5,
+                         "the snapshot")
+            finally:
+                c.close()
+        finally:
+            for s in (a, b):
+                if s is not None:
+                    s.close()
+    assert panel.hub.pump_errors == 0

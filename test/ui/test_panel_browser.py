@@ -1,6 +1,7 @@
 """The operator panel in a real headless Chromium: the page loads, a typed task reaches the
 harness, the plan appears, the running action shows its elapsed time and monitor verdict,
-Cancel stops it, and a screenshot is saved under test-artifacts/."""
+Cancel stops it, and a screenshot is saved under test-artifacts/; E-STOP from a viewer
+without the lock latches the simulated robot's e-stop until Reset e-stop."""
 
 from __future__ import annotations
 
@@ -177,6 +178,129 @@ def test_panel_on_the_simulated_robot(browser, artifacts):
                                                         "#actions li[data-tool]"), 10,
                  "the page to show it")
     finally:
+        panel.stop()
+        stop.set()
+        thread.join(5)
+        system.shutdown()
+    assert not errors, errors
+    assert panel.hub.pump_errors == 0
+
+
+def test_estop_from_a_viewer_without_the_lock_on_the_simulated_robot(browser, artifacts):
+    """E-STOP is a safety command: a page WITHOUT the control lock presses it while a skill
+    runs on the simulated robot; the skill ends stopped, every page shows the latched banner,
+    a new task's skill is refused while it is latched, and Reset e-stop (with the lock)
+    clears it, after which a task runs again."""
+    import threading
+
+    from ui_helpers import SSE, post
+
+    from solarian_agent.system import build_sim_system
+
+    system = build_sim_system(seed=7, realtime=True, log_root=None)
+    stop = system.runtime.stop_event
+    errors: list[BaseException] = []
+
+    def spin() -> None:
+        try:
+            end = time.monotonic() + 90
+            while not stop.is_set() and time.monotonic() < end:
+                system.runtime.step()
+        except BaseException as e:
+            errors.append(e)
+
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    panel = serve_panel(system.bus, system.clock, "127.0.0.1", 0)
+    holder = None
+    try:
+        url = panel.url
+        # another viewer holds the control lock; the browser's page is only a viewer
+        holder = SSE(url)
+        ch = holder.client
+        assert post(url, "api/lock", {"client": ch})[0] == 200
+        d = browser
+        d.get(panel.url)
+        cb = wait_for(lambda: d.find_element(By.TAG_NAME, "body").get_attribute("data-client"),
+                      10, "the page's client id")
+        wait_for(lambda: d.find_element(By.ID, "lock").text.startswith("Viewing"), 10,
+                 "the page to be a viewer")
+        assert d.find_element(By.ID, "lock").get_attribute("data-mine") == "false"
+        estop = d.find_element(By.ID, "estop")
+        assert estop.is_displayed() and estop.is_enabled() and estop.text == "E-STOP"
+        assert not d.find_element(By.ID, "estop-banner").is_displayed()
+        # the holder starts a task; the page sees its skill running
+        task = "put the red cup on the tray and the yellow paper in the bin"
+        assert post(url, "api/message", {"client": ch, "text": task})[0] == 200
+        wait_for(lambda: d.find_elements(By.CSS_SELECTOR, "#actions li[data-tool]"), 20,
+                 "a running skill")
+        wait_for(lambda: system.executor.running, 5, "the executor's skill")
+        # the viewer without the lock presses E-STOP
+        estop.click()
+        wait_for(lambda: system.sim.latch.tripped, 5, "the simulator's latch")
+        assert system.sim.latch.reason == (
+            f"operator e-stop from the panel (viewer {cb}, without the control lock)")
+        # the running skill ends stopped
+        wait_for(lambda: not system.executor.running and not system.planner.actions, 10,
+                 "the skill to stop")
+        wait_for(lambda: any("stopped: operator estop" in e.text for e in d.find_elements(
+            By.CSS_SELECTOR, '#events li[data-kind="action_ended"]')), 10,
+            "the page to show the skill stopped")
+        assert system.executor.estop_latched
+        wait_for(lambda: d.find_elements(By.CSS_SELECTOR, '#plan li[data-status="stopped"]'),
+                 5, "its plan step to show stopped")
+        wait_for(lambda: not d.find_elements(By.CSS_SELECTOR, '#plan li[data-status="running"]'),
+                 5, "no plan step still running")
+        # the banner shows, with the reason naming the viewer
+        banner = wait_for(lambda: d.find_element(By.ID, "estop-banner").is_displayed()
+                          and d.find_element(By.ID, "estop-banner"), 10, "the banner")
+        assert "E-STOP LATCHED" in banner.text and cb in banner.text
+        assert d.find_element(By.TAG_NAME, "body").get_attribute("data-estop") == "latched"
+        assert not d.find_element(By.ID, "estop-reset").is_enabled()  # needs the lock
+        wait_for(lambda: "reset the e-stop" in d.find_element(By.ID, "takeover-hint").text, 5,
+                 "the paused run's hint to mention the e-stop")
+        d.save_screenshot(str(artifacts / "panel_estop.png"))
+        wait_for(lambda: holder.of("estop") and holder.of("estop")[-1]["estop"]["latched"], 5,
+                 "the other viewer to see the latch")
+        # a new task while latched: its skill is refused
+        assert post(url, "api/cancel", {})[0] == 200
+        wait_for(lambda: system.planner.status == "cancelled", 10, "the cancel")
+        assert post(url, "api/message", {"client": ch, "text": "put the red cup on the tray"}
+                    )[0] == 200
+        wait_for(lambda: any("e-stop is latched" in e.text for e in d.find_elements(
+            By.CSS_SELECTOR, '#events li[data-kind="tool_refused"]')), 15,
+            "the page to show the refusal")
+        assert not system.executor.running
+        assert d.find_element(By.ID, "estop-banner").is_displayed()
+        # without the lock the page cannot reset it; once the holder leaves, the page takes
+        # the lock and Reset e-stop clears the latch and the banner
+        holder.close()
+        wait_for(lambda: d.find_element(By.ID, "lock").get_attribute("data-mine") == "true",
+                 10, "the page to take the free lock")
+        wait_for(lambda: d.find_element(By.ID, "estop-reset").is_enabled(), 5,
+                 "Reset e-stop to be enabled")
+        d.find_element(By.ID, "estop-reset").click()
+        wait_for(lambda: not system.sim.latch.tripped and not system.executor.estop_latched,
+                 10, "the release")
+        wait_for(lambda: not d.find_element(By.ID, "estop-banner").is_displayed(), 10,
+                 "the banner to go")
+        assert d.find_element(By.TAG_NAME, "body").get_attribute("data-estop") == "clear"
+        # skills run again: a new task from the page starts one
+        wait_for(lambda: system.planner.status not in ("running", "waiting_user"), 15,
+                 "the refused run to end")
+        box = d.find_element(By.ID, "input")
+        box.send_keys("put the red cup on the tray")
+        box.send_keys(Keys.ENTER)
+        wait_for(lambda: system.executor.running, 15, "a skill to start after the reset")
+        d.find_element(By.ID, "cancel").click()
+        wait_for(lambda: system.planner.status == "cancelled" and not system.planner.actions,
+                 10, "the final cancel")
+    except AssertionError:
+        browser.save_screenshot(str(artifacts / "panel_estop_failed.png"))
+        raise
+    finally:
+        if holder is not None:
+            holder.close()
         panel.stop()
         stop.set()
         thread.join(5)

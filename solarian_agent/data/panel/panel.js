@@ -5,7 +5,8 @@
 
 const $ = (id) => document.getElementById(id);
 const S = { client: null, holder: null, state: null, operator: null, want: {}, shown: {},
-            loading: {}, events: 0 };
+            loading: {}, events: 0,
+            estop: { available: true, latched: false, reason: "", t: null } };
 const MAX_EVENTS = 300;
 
 function el(tag, attrs, ...children) {
@@ -96,8 +97,13 @@ function verdictEl(v) {
 function renderTakeover() {
   const op = S.operator;
   const paused = S.state && S.state.status === "paused";
-  $("takeover").hidden = !(op || paused);
+  // the e-stop has its own banner: its operator events alone do not show as a takeover
+  const estopOnly = op && /^(estop|estop_reset|e-stop|released the e-stop)/.test(op.action || "");
+  $("takeover").hidden = !((op && !estopOnly) || paused);
   $("takeover-hint").hidden = !paused;
+  $("takeover-hint").textContent = S.estop && S.estop.latched
+    ? "The run is paused; reset the e-stop, then your next message resumes it."
+    : "The run is paused; your next message resumes it.";
   $("takeover-text").textContent = op ? (op.action || "") + " " +
     (op.detail && Object.keys(op.detail).length ? short(op.detail, 120) : "") : "";
 }
@@ -111,6 +117,22 @@ function addEvent(ev) {
   list.scrollTop = list.scrollHeight;
 }
 
+function renderEstop() {
+  const e = S.estop || {};
+  const button = $("estop");
+  button.dataset.available = e.available === false ? "false" : "true";
+  button.textContent = e.available === false ? "E-STOP unavailable" : "E-STOP";
+  button.title = e.available === false
+    ? "No e-stop service on the bus (is the arm driver or the simulator running?); " +
+      "Cancel still stops the agent. Pressing retries."
+    : "Latch the arm's e-stop: it stops and holds where it is and every skill is refused " +
+      "until the e-stop is reset (any viewer, no control lock needed)";
+  $("estop-banner").hidden = !e.latched;
+  $("estop-reason").textContent = e.latched ? (e.reason || "") : "";
+  document.body.dataset.estop = e.latched ? "latched" : "clear";
+  renderTakeover();
+}
+
 function renderLock() {
   const mine = S.client && S.holder === S.client;
   const lock = $("lock");
@@ -120,8 +142,11 @@ function renderLock() {
   $("take").hidden = !!mine;
   $("send").disabled = !mine;
   $("reset").disabled = !mine;
-  $("input").placeholder = mine ? "Type a task, /cancel or /reset" :
-    "Viewing only (take control to send); /cancel still works";
+  $("estop-reset").disabled = !mine;
+  $("estop-reset").title = mine ? "Release the e-stop" :
+    "Releasing the e-stop needs the control lock";
+  $("input").placeholder = mine ? "Type a task, /cancel, /reset, /estop or /estop-reset" :
+    "Viewing only (take control to send); /cancel and /estop still work";
 }
 
 // ---- cameras ----------------------------------------------------------------------------
@@ -182,7 +207,7 @@ function handle(m) {
     case "event":
       addEvent(m.event);
       if (m.event.kind === "operator_takeover") {
-        S.operator = { action: (m.event.text || "").replace(/^operator took over: /, ""), detail: {} };
+        S.operator = { action: (m.event.text || "").replace(/^operator (took over: )?/, ""), detail: {} };
         renderTakeover();
       }
       break;
@@ -212,6 +237,10 @@ function handle(m) {
       renderLock();
       if (!m.holder && S.client) post("/api/lock", {}, true);
       break;
+    case "estop":
+      S.estop = m.estop || S.estop;
+      renderEstop();
+      break;
     case "cameras":
       ensureCameras(m.topics || []);
       break;
@@ -239,13 +268,37 @@ $("form").addEventListener("submit", async (e) => {
   const input = $("input");
   const text = input.value.trim();
   if (!text) return;
-  const r = text.split(" ")[0] === "/cancel" ? await post("/api/cancel", {})
-                                             : await post("/api/message", { text });
+  const word = text.split(" ")[0];
+  let r;
+  if (word === "/cancel") r = await post("/api/cancel", {});
+  else if (word === "/estop") r = await estop(text.slice(word.length).trim());
+  else if (word === "/estop-reset") r = await estopReset();
+  else r = await post("/api/message", { text });
   if (r.ok) input.value = "";
 });
+
+// a safety command: any viewer, lock or not, even with the event stream down
+async function estop(reason) {
+  const r = await post("/api/estop", reason ? { reason } : {});
+  if (r.unavailable) {
+    S.estop = Object.assign({}, S.estop, { available: false });
+    renderEstop();
+  } else if (r.ok) {
+    notice(r.message || "e-stop latched");
+  }
+  return r;
+}
+async function estopReset() {
+  const r = await post("/api/estop_reset", {});
+  if (r.ok) notice(r.message || "e-stop released");
+  return r;
+}
+$("estop").addEventListener("click", () => estop(""));
+$("estop-reset").addEventListener("click", () => estopReset());
 $("cancel").addEventListener("click", () => post("/api/cancel", {}));
 $("reset").addEventListener("click", () => post("/api/reset", {}));
 $("take").addEventListener("click", () => post("/api/lock", {}));
 
 renderLock();
+renderEstop();
 connect();

@@ -212,6 +212,52 @@ def test_replay_launch_plays_the_bag_into_the_monitor(fake_launch):
     assert rec.kwargs["cmd"][-1] == "/monitor/verdicts"
 
 
+def test_rviz_follows_the_namespace(fake_launch):
+    """config/agent.rviz names absolute topics; in a namespace the rviz node is remapped onto
+    the namespaced ones (otherwise it shows nothing)."""
+    text = (ROOT / "config" / "agent.rviz").read_text()
+    assert set(re.findall(r"Value: (/[\w/]+)\s*$", text, re.M)) == set(launch_plan.RVIZ_TOPICS)
+    nodes, _, _ = run_launch("sim", rviz="true", namespace="robot1")
+    (rviz,) = [n for n in nodes if n.kwargs["executable"] == "rviz2"]
+    assert dict(rviz.kwargs["remappings"]) == {t: "/robot1" + t for t in launch_plan.RVIZ_TOPICS}
+    nodes, _, _ = run_launch("robot", rviz="true")
+    (rviz,) = [n for n in nodes if n.kwargs["executable"] == "rviz2"]
+    assert not rviz.kwargs.get("remappings")
+
+
+def test_launch_parameters_keep_their_types(fake_launch):
+    """Launch files pass plain Python values (launch_ros keeps a str a str); each must have
+    the type the node declares, or rclpy refuses it at declare time."""
+    declared = {  # (executable, parameter) -> type of the node's default
+        ("sim_node", "seed"): int, ("sim_node", "grasp_fail_p"): float,
+        ("sim_node", "slip_p"): float, ("camera_node", "source"): str,
+        ("camera_node", "camera"): str, ("camera_node", "frame_id"): str,
+        ("arm_node", "simulated_bus"): bool, ("arm_node", "port"): str,
+        ("arm_node", "arm_config"): str, ("skills_node", "tool_set"): str,
+        ("planner_node", "planner_provider"): str, ("planner_node", "log_root"): str,
+        ("monitor_node", "log_root"): str,
+    }
+    seen = set()
+    for kind, over in (("sim", {"seed": "3", "grasp_fail_p": "0", "slip_p": "1"}),
+                       ("robot", {"cameras": "overhead=0,wrist=/dev/video2"}),
+                       ("replay", {"bag": "/data/ep1"})):
+        nodes, _, _ = run_launch(kind, **over)
+        for n in nodes:
+            exe = n.kwargs["executable"]
+            for name, value in n.kwargs.get("parameters", [{}])[0].items():
+                want = {"config_file": str, "cameras": str, "use_sim_time": bool}.get(
+                    name, declared.get((exe, name)))
+                if exe == "robot_state_publisher":
+                    want = str
+                assert want is not None, f"{exe}: parameter {name} is not known here"
+                assert type(value) is want, f"{exe}.{name}={value!r} is not a {want.__name__}"
+                seen.add((exe, name))
+    assert ("robot_state_publisher", "robot_description") in seen
+    rsp = next(n for n in run_launch("sim")[0]
+               if n.kwargs["executable"] == "robot_state_publisher")
+    assert rsp.kwargs["parameters"][0]["robot_description"].lstrip().startswith("<")
+
+
 def test_check_graph_catches_mismatches():
     cams = ["overhead"]
     good = [graph.LaunchedNode(graph.sim_node(("overhead",))),

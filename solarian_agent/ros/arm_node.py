@@ -25,6 +25,7 @@ import rclpy
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 
+from ..core.errors import ConfigError
 from . import common, components
 from .bridge import Bridge
 from .components import Loop
@@ -63,6 +64,11 @@ class ArmNode(LifecycleNode):  # type: ignore[misc]
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         assert self.core_ is not None
+        if self.core_.controller is not None:
+            # back in unconfigured after on_error (which keeps the e-stop latched and the bus
+            # open): close the old bus before opening it again
+            self._stop_loop()
+            self.core_.cleanup()
         try:
             self.core_.configure()
         except Exception as e:
@@ -100,30 +106,46 @@ class ArmNode(LifecycleNode):  # type: ignore[misc]
         return TransitionCallbackReturn.SUCCESS
 
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        # SUCCESS -> unconfigured (a configure may follow; on_configure closes the old bus);
+        # the e-stop stays latched until an estop_reset
         assert self.core_ is not None
         self.get_logger().error(f"error in state {state.label}: going safe (e-stop latched)")
-        self.core_.error(f"lifecycle error in {state.label}")
+        try:
+            self.core_.error(f"lifecycle error in {state.label}")
+        except Exception as e:  # the bus itself failed: nothing more to do here
+            self.get_logger().error(f"could not latch the e-stop: {e}")
+            return TransitionCallbackReturn.FAILURE  # -> finalized
         return TransitionCallbackReturn.SUCCESS
 
 
 def main(args: Sequence[str] | None = None) -> int:
     common.init(args)
-    node = ArmNode()
-    autostart = bool(common.declare(node, "autostart", True, "configure and activate at start"))
+    try:
+        node = ArmNode()
+        autostart = bool(common.declare(node, "autostart", True,
+                                        "configure and activate at start"))
+    except ConfigError as e:
+        print(f"arm: invalid configuration: {e}", file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    log = node.get_logger()
     stop = threading.Event()
+    failed = threading.Event()
     executor = MultiThreadedExecutor(num_threads=4)
     executor.add_node(node)
-    spin = threading.Thread(target=executor.spin, daemon=True)
-    spin.start()
+    common.start_spinning(executor, log, stop, failed)
 
     def on_signal(_sig: int, _frame: Any) -> None:
         stop.set()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, on_signal)
-    if autostart and node.trigger_configure() == TransitionCallbackReturn.SUCCESS:
-        node.trigger_activate()
     try:
+        if autostart:
+            if node.trigger_configure() == TransitionCallbackReturn.SUCCESS:
+                node.trigger_activate()
+            else:
+                log.error("autostart: configure failed; the node stays unconfigured")
         while not stop.is_set() and rclpy.ok():
             stop.wait(0.2)
     finally:
@@ -135,7 +157,7 @@ def main(args: Sequence[str] | None = None) -> int:
         executor.shutdown(timeout_sec=2.0)
         node.destroy_node()
         rclpy.try_shutdown()
-    return 0
+    return 1 if failed.is_set() else 0
 
 
 if __name__ == "__main__":

@@ -15,21 +15,31 @@ Each node builds its core component on a private :class:`~solarian_agent.core.tr
                    with outcome ``refused`` and its reason; cancels are accepted and forwarded
                    at once, and the core stops the skill at its next control tick
 ``action_client``  a Bus action server whose goals are sent with ``send_goal_async``; feedback,
-                   the result and cancels are mapped onto the core's GoalHandle
+                   the result and cancels are mapped onto the core's GoalHandle; a watchdog
+                   thread bounds every wait (see :meth:`Bridge._watch_client_goals`)
 =================  =========================================================================
 
 Threading: every ROS callback runs in one ReentrantCallbackGroup on a MultiThreadedExecutor;
-callbacks only convert and hand over (the core's inputs only queue).  A skill goal's
-execute callback waits on the core's GoalHandle with a short timeout and re-checks shutdown,
-never on a ROS future.  Every wait has a timeout.  :meth:`Bridge.close` aborts the goals still
-running with a result (outcome ``stopped``, "node shutting down").
+callbacks only convert and hand over (the core's inputs only queue).  No callback lets an
+exception escape: rclpy's MultiThreadedExecutor re-raises a callback's exception out of
+``spin()``, which would stop the node's executor for good.  A skill goal's execute callback
+waits on the core's GoalHandle with a short timeout and re-checks shutdown, never on a ROS
+future.  Every wait has a timeout.  :meth:`Bridge.close` aborts the goals still running with a
+result (outcome ``stopped``, "node shutting down").
+
+Cancels (action server): rclpy calls the cancel callback and, once it returned ACCEPT, moves the
+goal to CANCELING.  A goal that reached a terminal state in between makes that transition raise
+inside the executor (no cancel response, the executor stops).  So the cancel callback only
+records the request; the execute loop forwards it to the core once the goal handle reports
+``is_cancel_requested`` (at most one poll later), and a goal with a cancel in flight is ended
+only after rclpy has moved it to CANCELING.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
@@ -50,6 +60,7 @@ BRIDGE_NODE = "ros_bridge"
 # action_msgs/msg/GoalStatus
 _STATUS_SUCCEEDED = 4
 _STATUS_CANCELED = 5
+_TERMINAL = (4, 5, 6)  # SUCCEEDED, CANCELED, ABORTED
 
 
 def ros_qos(q: QoS) -> QoSProfile:
@@ -102,7 +113,10 @@ class Bridge:
         self.closing = threading.Event()
         self._lock = threading.Lock()
         self._server_goals: dict[bytes, GoalHandle] = {}
+        self._cancels: set[bytes] = set()  # cancel accepted, rclpy may not have applied it yet
+        self._finishing: set[bytes] = set()  # about to end: further cancels are refused
         self._client_goals: dict[str, dict[str, Any]] = {}
+        self._watchdog: threading.Thread | None = None
         self._entities: list[Any] = []
         self._warned: dict[str, float] = {}
 
@@ -118,6 +132,21 @@ class Bridge:
         if now - self._warned.get(key, -1e9) > 5.0:
             self._warned[key] = now
             self.log.warning(text)
+
+    def _guarded(self, what: str, fn: Callable[..., Any], fallback: Any = None
+                 ) -> Callable[..., Any]:
+        """``fn`` as a ROS callback that never raises into the executor (rclpy's
+        MultiThreadedExecutor re-raises it out of ``spin()``): the error is logged and
+        ``fallback`` returned."""
+
+        def cb(*args: Any) -> Any:
+            try:
+                return fn(*args)
+            except Exception as ex:
+                self._warn(f"cb:{what}", f"{what}: {type(ex).__name__}: {ex}")
+                return fallback
+
+        return cb
 
     # topics --------------------------------------------------------------------------------
     def _add_publisher(self, e: Endpoint) -> None:
@@ -148,8 +177,8 @@ class Bridge:
             bus_pub.publish(value)
 
         self._entities.append(self.node.create_subscription(
-            self.codec.cls(e.type), e.name, receive, ros_qos(e.qos),
-            callback_group=self.group))
+            self.codec.cls(e.type), e.name, self._guarded(f"subscription {e.name}", receive),
+            ros_qos(e.qos), callback_group=self.group))
 
     # services ------------------------------------------------------------------------------
     def _add_service(self, e: Endpoint) -> None:
@@ -165,7 +194,11 @@ class Bridge:
             try:
                 return cv.to_ros(self.codec, resp_t, result)
             except cv.ConvertError as ex:
-                return cv.to_ros(self.codec, resp_t, error_response(e.type, str(ex)))
+                self._warn(e.name, f"service {e.name}: bad reply: {ex}")
+                try:
+                    return cv.to_ros(self.codec, resp_t, error_response(e.type, str(ex)))
+                except cv.ConvertError:
+                    return response  # the default-constructed reply rclpy passed in
 
         self._entities.append(self.node.create_service(
             _service_class(e.type), e.name, handle, callback_group=self.group))
@@ -208,74 +241,105 @@ class Bridge:
             return GoalResponse.REJECT if self.closing.is_set() else GoalResponse.ACCEPT
 
         def cancel_cb(goal_handle: Any) -> CancelResponse:
+            # only recorded here: rclpy applies the cancel (-> CANCELING) after this returns,
+            # and the execute loop forwards it to the core once it has (see the module doc)
+            key = bytes(goal_handle.goal_id.uuid)
             with self._lock:
-                h = self._server_goals.get(bytes(goal_handle.goal_id.uuid))
-            if h is None:  # not handed to the core yet: execute sees is_cancel_requested
-                return CancelResponse.ACCEPT
-            return CancelResponse.ACCEPT if h.cancel() else CancelResponse.REJECT
+                if key in self._finishing:
+                    return CancelResponse.REJECT  # ending now: its result is on the way
+                self._cancels.add(key)
+            return CancelResponse.ACCEPT
 
         def execute_cb(goal_handle: Any) -> Any:
             return self._execute(e, goal_handle)
 
-        server = ActionServer(self.node, action_cls, e.name, execute_callback=execute_cb,
-                              goal_callback=goal_cb, cancel_callback=cancel_cb,
-                              callback_group=self.group)
+        server = ActionServer(
+            self.node, action_cls, e.name, execute_callback=execute_cb,
+            goal_callback=self._guarded(f"goal {e.name}", goal_cb, GoalResponse.REJECT),
+            cancel_callback=self._guarded(f"cancel {e.name}", cancel_cb, CancelResponse.REJECT),
+            callback_group=self.group)
         self._entities.append(server)
+
+    def _settle(self, key: bytes, goal_handle: Any) -> bool:
+        """Before a goal is ended: refuse cancels from now on and, when one was accepted just
+        before, wait (bounded) until rclpy has moved the goal to CANCELING, so rclpy's own
+        transition never meets an ended goal.  Returns ``is_cancel_requested``."""
+        with self._lock:
+            self._finishing.add(key)
+            pending = key in self._cancels
+        if pending:
+            end = time.monotonic() + 1.0
+            while not goal_handle.is_cancel_requested and time.monotonic() < end:
+                time.sleep(0.001)
+        return bool(goal_handle.is_cancel_requested)
 
     def _execute(self, e: Endpoint, goal_handle: Any) -> Any:
         key = bytes(goal_handle.goal_id.uuid)
         try:
+            return self._execute_goal(e, goal_handle, key)
+        finally:
+            with self._lock:
+                self._server_goals.pop(key, None)
+                self._cancels.discard(key)
+                self._finishing.discard(key)
+
+    def _execute_goal(self, e: Endpoint, goal_handle: Any, key: bytes) -> Any:
+        try:
             goal = cv.from_ros(cv.T_GOAL, goal_handle.request)
         except cv.ConvertError as ex:
+            self._settle(key, goal_handle)
             goal_handle.abort()
             return cv.to_ros(self.codec, cv.T_RESULT, SkillResult(
                 str(getattr(goal_handle.request, "action_id", "")), "refused", f"refused: {ex}"))
 
         def feedback(f: Any) -> None:
-            if goal_handle.is_active:
-                try:
+            # runs on the core's loop thread; feedback is advisory
+            try:
+                if goal_handle.is_active:
                     goal_handle.publish_feedback(cv.to_ros(self.codec, cv.T_FEEDBACK, f))
-                except Exception as ex:  # feedback is advisory
-                    self._warn(e.name, f"feedback on {e.name} failed: {ex}")
+            except Exception as ex:
+                self._warn(e.name, f"feedback on {e.name} failed: {ex}")
 
         try:
             h = self.bus.send_goal(e.name, goal, feedback_cb=feedback)
         except Exception as ex:
+            self._settle(key, goal_handle)
             goal_handle.abort()
             return cv.to_ros(self.codec, cv.T_RESULT,
                              SkillResult(goal.action_id, "refused", f"refused: {ex}"))
         with self._lock:
             self._server_goals[key] = h
-        try:
-            if goal_handle.is_cancel_requested:
+        forwarded = False
+        shutdown_at: float | None = None
+        while True:
+            if not forwarded and goal_handle.is_cancel_requested:
+                forwarded = True
+                h.cancel()  # the core stops the skill at its next control tick
+            if h.wait(self.goal_poll_s):
+                break
+            if not self.closing.is_set():
+                continue
+            # shutting down: the core stops its goals ("node shutting down"); if it has
+            # not within a second, cancel, and after two give up and abort here
+            if shutdown_at is None:
+                shutdown_at = time.monotonic()
+            elapsed = time.monotonic() - shutdown_at
+            if elapsed > 2.0:
+                break
+            if elapsed > 1.0:
                 h.cancel()
-            shutdown_at: float | None = None
-            while not h.wait(self.goal_poll_s):
-                if not self.closing.is_set():
-                    continue
-                # shutting down: the core stops its goals ("node shutting down"); if it has
-                # not within a second, cancel, and after two give up and abort here
-                if shutdown_at is None:
-                    shutdown_at = time.monotonic()
-                elapsed = time.monotonic() - shutdown_at
-                if elapsed > 2.0:
-                    break
-                if elapsed > 1.0:
-                    h.cancel()
-            result = h.result if isinstance(h.result, SkillResult) else SkillResult(
-                goal.action_id, "stopped", "node shutting down")
-            if not h.done:
-                goal_handle.abort()
-            elif h.status == GoalStatus.SUCCEEDED:
-                goal_handle.succeed()
-            elif h.status == GoalStatus.CANCELED and goal_handle.is_cancel_requested:
-                goal_handle.canceled()
-            else:
-                goal_handle.abort()
-            return cv.to_ros(self.codec, cv.T_RESULT, result)
-        finally:
-            with self._lock:
-                self._server_goals.pop(key, None)
+        cancel_requested = self._settle(key, goal_handle)
+        result = h.result if isinstance(h.result, SkillResult) else SkillResult(
+            goal.action_id, "stopped", "node shutting down")
+        if not h.done:
+            goal_handle.abort()
+        elif h.status == GoalStatus.SUCCEEDED:
+            goal_handle.succeed()
+        elif h.status == GoalStatus.CANCELED and cancel_requested:
+            goal_handle.canceled()
+        else:
+            goal_handle.abort()
+        return cv.to_ros(self.codec, cv.T_RESULT, result)
 
     # actions: calling (planner node) ----------------------------------------------------------
     def _add_action_client(self, e: Endpoint) -> None:
@@ -290,15 +354,19 @@ class Bridge:
                 pass  # already ended (a race with a refusal or a cancel)
 
         def on_goal(h: GoalHandle) -> str | None:
+            # runs on the planner's loop thread: sends and returns, never waits on the future
             if self.closing.is_set():
                 return "refused: node shutting down"
             if not client.server_is_ready():
                 return (f"refused: no action server for {e.name} in the graph (is the skills "
                         "node running?)")
-            state: dict[str, Any] = {"ros": None, "cancel": False}
-            with self._lock:
-                self._client_goals[h.goal_id] = state
             action_id = str(getattr(h.goal, "action_id", ""))
+            state: dict[str, Any] = {"ros": None, "cancel": False, "abandoned": False,
+                                     "sent": time.monotonic(), "asked": 0.0, "ended": None}
+
+            def forget() -> None:
+                with self._lock:
+                    self._client_goals.pop(h.goal_id, None)
 
             def on_feedback(fb: Any) -> None:
                 try:
@@ -309,11 +377,15 @@ class Bridge:
                 h.publish_feedback(f)
 
             def on_result(fut: Any) -> None:
-                with self._lock:
-                    self._client_goals.pop(h.goal_id, None)
-                res = fut.result()
+                forget()
+                try:
+                    res = fut.result()
+                except Exception as ex:  # the result request failed: the goal still ends
+                    res, why = None, f"{type(ex).__name__}: {ex}"
+                else:
+                    why = "no result"
                 if res is None:
-                    finish(h, "abort", SkillResult(action_id, "failed", "no result"))
+                    finish(h, "abort", SkillResult(action_id, "failed", why))
                     return
                 try:
                     r = cv.from_ros(cv.T_RESULT, res.result)
@@ -327,42 +399,120 @@ class Bridge:
                 else:
                     finish(h, "abort", r)
 
-            def on_response(fut: Any) -> None:
-                gh = fut.result()
-                if gh is None or not gh.accepted:
-                    with self._lock:
-                        self._client_goals.pop(h.goal_id, None)
-                    finish(h, "abort", SkillResult(action_id, "refused",
-                                                   f"refused: {e.name} rejected the goal"))
-                    return
-                state["ros"] = gh
-                if state["cancel"]:
-                    gh.cancel_goal_async()
-                gh.get_result_async().add_done_callback(on_result)
+            def ask_result(gh: Any) -> None:
+                state["asked"] = time.monotonic()
+                gh.get_result_async().add_done_callback(
+                    self._guarded(f"result {e.name}", on_result))
 
+            def on_response(fut: Any) -> None:
+                try:
+                    gh = fut.result()
+                except Exception as ex:
+                    gh, why = None, f"refused: {e.name}: {type(ex).__name__}: {ex}"
+                else:
+                    why = f"refused: {e.name} rejected the goal"
+                if gh is None or not gh.accepted:
+                    forget()
+                    finish(h, "abort", SkillResult(action_id, "refused", why))
+                    return
+                with self._lock:  # paired with on_cancel and the watchdog
+                    abandoned = state["abandoned"]
+                    state["ros"] = gh
+                    cancel = state["cancel"]
+                if abandoned:  # answered after the watchdog gave it up: it must not run on
+                    self._warn(e.name, f"{e.name}: late goal response for {action_id}; "
+                                       "cancelling the goal")
+                    gh.cancel_goal_async()
+                    return
+                if cancel:
+                    gh.cancel_goal_async()
+                ask_result(gh)
+
+            def check(now: float) -> None:
+                """The watchdog's look at this goal (every 0.25 s, on its thread)."""
+                with self._lock:
+                    gh = state["ros"]
+                    late = gh is None and now - state["sent"] > self.service_timeout_s
+                    if late:
+                        state["abandoned"] = True
+                if late:  # the goal response never came (rclpy/#1123, or a dead server)
+                    forget()
+                    finish(h, "abort", SkillResult(
+                        action_id, "refused", f"refused: {e.name} did not answer the goal "
+                                              f"within {self.service_timeout_s:g} s"))
+                    return
+                if gh is None:
+                    return
+                if int(getattr(gh, "status", 0)) in _TERMINAL:
+                    # ended (status topic) but no result yet: the result response may be lost
+                    # (rclpy/#1123); asking again is allowed and answered from the server's cache
+                    if state["ended"] is None:
+                        state["ended"] = now
+                    if now - state["ended"] > 2.0 and now - state["asked"] > 2.0:
+                        ask_result(gh)
+
+            state["check"] = check
             try:
                 goal_msg = cv.to_ros(self.codec, cv.T_GOAL, h.goal)
             except cv.ConvertError as ex:
                 return f"refused: {ex}"
-            client.send_goal_async(goal_msg, feedback_callback=on_feedback).add_done_callback(
-                on_response)
+            with self._lock:
+                self._client_goals[h.goal_id] = state
+            self._start_watchdog()
+            client.send_goal_async(
+                goal_msg, feedback_callback=self._guarded(f"feedback {e.name}", on_feedback)
+            ).add_done_callback(self._guarded(f"goal response {e.name}", on_response))
             return None
 
         def on_cancel(h: GoalHandle) -> bool:
             with self._lock:
                 state = self._client_goals.get(h.goal_id)
-            if state is None:
-                return False
-            if state["ros"] is not None:
-                state["ros"].cancel_goal_async()
-            else:
-                state["cancel"] = True
+                if state is None:
+                    return False
+                gh = state["ros"]
+                if gh is None:
+                    state["cancel"] = True  # sent as soon as the server has answered
+            if gh is None:
+                return True
+            if not client.server_is_ready():
+                # the server is gone: no result will ever come, so the goal ends here
+                with self._lock:
+                    self._client_goals.pop(h.goal_id, None)
+                finish(h, "abort", SkillResult(str(getattr(h.goal, "action_id", "")),
+                                               "stopped", f"cancelled; the action server "
+                                               f"{e.name} is gone"))
+                return True
+            gh.cancel_goal_async()  # the result (CANCELED, or how it ended) follows
             return True
 
         self.bus.create_action_server(BusActionServer(
             e.name, e.type, on_goal, on_cancel,
             rejected_result=lambda reason: SkillResult("", "refused", reason)),
             node=BRIDGE_NODE)
+
+    def _start_watchdog(self) -> None:
+        with self._lock:
+            if self._watchdog is not None:
+                return
+            self._watchdog = threading.Thread(target=self._watch_client_goals,
+                                              name="bridge-goal-watchdog", daemon=True)
+        self._watchdog.start()
+
+    def _watch_client_goals(self) -> None:
+        """Bounds the waits of the goals this node sent: a goal whose response does not come
+        within ``service_timeout_s`` ends ``refused`` (and is cancelled should the response
+        still come); a goal the server reports ended (status topic) whose result does not
+        arrive is asked for its result again.  rclpy's action client can lose either response
+        when the executor takes it before the request is registered (ros2/rclpy#1123)."""
+        while not self.closing.wait(0.25):
+            now = time.monotonic()
+            with self._lock:
+                states = list(self._client_goals.values())
+            for st in states:
+                try:
+                    st["check"](now)
+                except Exception as ex:
+                    self._warn("watchdog", f"goal watchdog: {type(ex).__name__}: {ex}")
 
     # ---------------------------------------------------------------------------------------
     def close(self) -> None:

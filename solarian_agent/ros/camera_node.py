@@ -34,9 +34,7 @@ def main(args: Sequence[str] | None = None) -> int:
             frame_id=str(common.declare(node, "frame_id", f"{camera}_camera_optical")),
             k=k if len(k) == 9 else (), d=d if any(d) else ())
     except (ConfigError, ValueError) as e:
-        node.get_logger().error(f"invalid configuration: {e}")
-        node.destroy_node()
-        return 2
+        return common.config_error_exit(node, e)
     bridge = Bridge(node, core.bus)
     bridge.add(core.spec.endpoints)
     return common.run(node, core, bridge)

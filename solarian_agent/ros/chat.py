@@ -48,10 +48,10 @@ class ChatClient:
         self.clients = {n: node.create_client(_srv(names.T_AGENT_COMMAND), n)
                         for n in (names.AGENT_MESSAGE, names.AGENT_CANCEL, names.AGENT_RESET)}
         e = spec[names.AGENT_STATE]
-        node.create_subscription(self.codec.cls(e.type), e.name, self._on_state,
+        node.create_subscription(self.codec.cls(e.type), e.name, self._safe(self._on_state),
                                  ros_qos(e.qos or QoS()))
         e = spec[names.AGENT_EVENTS]
-        node.create_subscription(self.codec.cls(e.type), e.name, self._on_event,
+        node.create_subscription(self.codec.cls(e.type), e.name, self._safe(self._on_event),
                                  ros_qos(e.qos or QoS()))
         e = spec[names.OPERATOR_EVENTS]
         self.operator = node.create_publisher(self.codec.cls(e.type), e.name,
@@ -59,6 +59,17 @@ class ChatClient:
 
     def print(self, text: str) -> None:
         print(text, file=self.out, flush=True)
+
+    def _safe(self, fn: Any) -> Any:
+        # a malformed message must not raise into the executor (rclpy re-raises it out of
+        # spin(), and the client would go deaf)
+        def cb(msg: Any) -> None:
+            try:
+                fn(msg)
+            except Exception as e:
+                self.print(f"(dropped a message: {type(e).__name__}: {e})")
+
+        return cb
 
     def _on_state(self, msg: Any) -> None:
         st = cv.from_ros(names.T_AGENT_STATE, msg)

@@ -64,9 +64,19 @@ def init(args: Sequence[str] | None = None) -> None:
 
 
 def declare(node: Node, name: str, default: Any, description: str = "") -> Any:
-    if not node.has_parameter(name):
-        node.declare_parameter(name, default, ParameterDescriptor(description=description))
-    return node.get_parameter(name).value
+    """Declare a parameter typed by its default (a ``float`` default makes a DOUBLE parameter)
+    and return its value.  A value of another type (``-p seed:=1.5``, ``-p slip_p:=0``) is a
+    :class:`ConfigError` naming the parameter, so the node stops with a clear message instead
+    of rclpy's traceback."""
+    from rclpy.exceptions import ParameterException  # InvalidParameterType/ValueException
+
+    try:
+        if not node.has_parameter(name):
+            node.declare_parameter(name, default, ParameterDescriptor(description=description))
+        return node.get_parameter(name).value
+    except ParameterException as e:
+        raise ConfigError(f"parameter {name}",
+                          f"{e} (expected a {type(default).__name__}, like {default!r})") from e
 
 
 def csv(value: Any) -> list[str]:
@@ -157,18 +167,40 @@ def start_with_retry(fn: Callable[[], None], timeout_s: float, log: Any, what: s
             stop.wait(1.0)
 
 
-def run(node: Node, core: NodeCore, bridge: Bridge, *, on_start: Callable[[], None] | None
-        = None, num_threads: int = 8, startup_timeout_s: float = 60.0,
-        start_loops: bool = True) -> int:
+def start_spinning(executor: MultiThreadedExecutor, log: Any, stop: threading.Event,
+                   failed: threading.Event | None = None) -> threading.Thread:
+    """``executor.spin()`` on its own thread.  rclpy re-raises a callback's exception out of
+    ``spin()``; the node would then run on deaf to ROS, so the error is logged and ``stop``
+    (and ``failed``) set: the node shuts down and exits non-zero instead."""
+
+    def spin() -> None:
+        try:
+            executor.spin()
+        except Exception as e:
+            if rclpy.ok():
+                log.error(f"executor stopped: {type(e).__name__}: {e}")
+                if failed is not None:
+                    failed.set()
+                stop.set()
+
+    t = threading.Thread(target=spin, name="executor", daemon=True)
+    t.start()
+    return t
+
+
+def run(node: Node, core: NodeCore, bridge: Bridge, *,
+        on_start: Callable[[threading.Event], None] | None = None, num_threads: int = 8,
+        startup_timeout_s: float = 60.0, start_loops: bool = True) -> int:
     """Spin ``node``, start the core (retrying while its servers come up), run its loops until
     SIGINT / SIGTERM, then shut down in order: loops, bridge (goals cancelled), core (goals
-    end with a result), a grace period for the results to go out, the executor."""
+    end with a result), a grace period for the results to go out, the executor.
+    ``on_start(stop)`` runs after the core started; it must return soon once ``stop`` is set."""
     log = node.get_logger()
     stop = threading.Event()
     executor = MultiThreadedExecutor(num_threads=num_threads)
     executor.add_node(node)
-    spin = threading.Thread(target=executor.spin, name="executor", daemon=True)
-    spin.start()
+    failed = threading.Event()
+    start_spinning(executor, log, stop, failed)
 
     def on_signal(_sig: int, _frame: Any) -> None:
         stop.set()
@@ -183,12 +215,14 @@ def run(node: Node, core: NodeCore, bridge: Bridge, *, on_start: Callable[[], No
     try:
         start_with_retry(core.start, startup_timeout_s, log, "the graph", stop)
         if on_start is not None:
-            on_start()
-        if start_loops:
+            on_start(stop)
+        if start_loops and not stop.is_set():
             runner.start()
         log.info(f"{node.get_name()} running")
         while not stop.is_set() and rclpy.ok():
             stop.wait(0.2)
+        if failed.is_set():
+            code = 1
     except Exception as e:
         log.error(f"{node.get_name()} failed: {type(e).__name__}: {e}")
         code = 1
@@ -202,19 +236,20 @@ def run(node: Node, core: NodeCore, bridge: Bridge, *, on_start: Callable[[], No
         end = time.monotonic() + 3.0  # let the goals' results and the last messages go out
         while bridge.running_goals and time.monotonic() < end:
             time.sleep(0.02)
-        time.sleep(0.2)
+        time.sleep(0.3)  # rclpy sends a goal's result from an executor task after execute
         executor.shutdown(timeout_sec=2.0)
         node.destroy_node()
         rclpy.try_shutdown()
     return code
 
 
-def config_error_exit(node: Node, e: ConfigError) -> int:
+def config_error_exit(node: Node, e: Exception) -> int:
+    """A bad parameter or configuration: say which, release the node and exit with 2."""
     node.get_logger().error(f"invalid configuration: {e}")
     node.destroy_node()
     rclpy.try_shutdown()
     return 2
 
 
-__all__ = ["LoopRunner", "RosClock", "agent_config", "csv", "declare", "init", "run",
-           "share_file", "start_with_retry"]
+__all__ = ["LoopRunner", "RosClock", "agent_config", "config_error_exit", "csv", "declare",
+           "init", "run", "share_file", "start_spinning", "start_with_retry"]

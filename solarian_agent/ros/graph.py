@@ -130,8 +130,8 @@ def camera_node(camera: str) -> NodeSpec:
                     "width": "capture width (0 = the device's)",
                     "height": "capture height (0 = the device's)",
                     "fps": "capture rate (0 = the device's)", "frame_id": "TF frame",
-                    "fx": "intrinsics (0 = a 60 degree guess)", "fy": "", "cx": "", "cy": "",
-                    "d": "distortion coefficients (plumb_bob)"})
+                    "k": "3x3 intrinsics, row-major, 9 doubles (else a 60 degree guess)",
+                    "d": "distortion coefficients (plumb_bob), doubles"})
 
 
 def arm_node() -> NodeSpec:

@@ -95,8 +95,8 @@ def _urdf(share: Path) -> str:
     path = share / "urdf" / "so101.urdf"
     try:
         return path.read_text(encoding="utf-8")
-    except OSError:
-        return ""
+    except OSError as e:  # robot_state_publisher would only fail later, less clearly
+        raise ValueError(f"the URDF for robot_state_publisher is missing: {path}: {e}") from e
 
 
 def _agent_nodes(args: Mapping[str, str], share: Path) -> list[Planned]:
@@ -112,14 +112,29 @@ def _agent_nodes(args: Mapping[str, str], share: Path) -> list[Planned]:
     return out
 
 
+# The topics config/agent.rviz names.  rviz keeps them absolute, so in a namespace the rviz
+# node gets remappings onto the namespaced ones (a remapping rule matches the absolute name).
+RVIZ_TOPICS = ("/robot_description", "/agent/markers", "/agent/view", "/overhead/image_raw",
+               "/wrist/image_raw")
+
+
+def rviz_remappings(namespace: str) -> list[tuple[str, str]]:
+    if not namespace.strip("/"):
+        return []
+    return [(t, graph.expand(t.lstrip("/"), namespace)) for t in RVIZ_TOPICS]
+
+
 def _viewers(args: Mapping[str, str], share: Path, cameras: Sequence[str], sim: bool
              ) -> list[Planned]:
+    # robot_description is the URDF's text (a str parameter: launch_ros keeps a plain Python
+    # str a string; it does not YAML-parse it as it would a substitution's output)
     out = [Planned(package="robot_state_publisher", executable="robot_state_publisher",
                    name="robot_state_publisher",
                    parameters={"robot_description": _urdf(share)})]
     if _true(args.get("rviz", "false")):
         out.append(Planned(package="rviz2", executable="rviz2", name="rviz",
-                           arguments=["-d", str(share / "config" / "agent.rviz")]))
+                           arguments=["-d", str(share / "config" / "agent.rviz")],
+                           remappings=rviz_remappings(args.get("namespace", ""))))
     if _true(args.get("record", "false")):
         bag = args.get("bag") or f"solarian_{time.strftime('%Y%m%d_%H%M%S')}"
         ns = args.get("namespace", "")
@@ -267,5 +282,6 @@ def spec_for(package: str, executable: str, parameters: Mapping[str, Any],
     raise KeyError(f"unknown executable {executable!r}")
 
 
-__all__ = ["Arg", "LAUNCH_ARGS", "PLANS", "Planned", "camera_sources", "external_spec",
-           "replay_plan", "robot_plan", "sim_plan", "spec_for", "to_launch_actions"]
+__all__ = ["Arg", "LAUNCH_ARGS", "PLANS", "Planned", "RVIZ_TOPICS", "camera_sources",
+           "external_spec", "replay_plan", "robot_plan", "rviz_remappings", "sim_plan",
+           "spec_for", "to_launch_actions"]

@@ -11,6 +11,7 @@ at start-up from ``skills/catalogue`` (or the ``tools`` parameter).
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Sequence
 
@@ -39,16 +40,15 @@ def main(args: Sequence[str] | None = None) -> int:
         core = components.build_planner_core(common.RosClock(node), cfg, log_root=log_root,
                                              planner_name=provider or None)
     except (ConfigError, ModelConfigError) as e:
-        log.error(f"invalid configuration: {e}")
-        node.destroy_node()
-        return 2
+        return common.config_error_exit(node, e)
     bridge = Bridge(node, core.bus, service_timeout_s=timeout)
     bridge.add(core.spec.endpoints)
 
-    def add_skill_clients() -> None:
+    def add_skill_clients(stop: threading.Event) -> None:
+        # on the main thread while the executor spins: every wait is bounded and ends on stop
         names_ = list(tools)
         end = time.monotonic() + wait_s
-        while not names_:
+        while not names_ and not stop.is_set():
             try:
                 names_ = [d["name"] for d in core.bus.call(names.TOOL_CATALOGUE, {},
                                                           timeout_s=timeout)]
@@ -56,12 +56,12 @@ def main(args: Sequence[str] | None = None) -> int:
                 if time.monotonic() > end:
                     raise
                 log.info(f"waiting for skills/catalogue: {e}")
-                time.sleep(1.0)
+                stop.wait(1.0)
                 continue
             if not names_:
                 if time.monotonic() > end:
                     break
-                time.sleep(1.0)
+                stop.wait(1.0)
         spec = graph.planner_node(list(cfg.cameras), names_)
         bridge.add(spec.of("action_client"))
         log.info(f"skill tools: {', '.join(names_) or '(none)'}")

@@ -27,9 +27,7 @@ def main(args: Sequence[str] | None = None) -> int:
         core = components.build_sim_core(common.RosClock(node), cfg, seed=seed,
                                          grasp_fail_p=grasp, slip_p=slip)
     except (ConfigError, ValueError) as e:
-        node.get_logger().error(f"invalid configuration: {e}")
-        node.destroy_node()
-        return 2
+        return common.config_error_exit(node, e)
     bridge = Bridge(node, core.bus)
     bridge.add(core.spec.endpoints)
     return common.run(node, core, bridge)

@@ -3,7 +3,10 @@ machine without ROS.  It is not rclpy: it delivers through one in-memory graph, 
 on worker threads (like a MultiThreadedExecutor), serializes every message through CDR with
 the rosbags classes, and enforces what rclpy enforces where the bridge depends on it (a goal
 may only end CANCELED after a cancel was accepted; a service reply must be of the response
-type).  The real thing is exercised by the launch tests under colcon test.
+type; an accepted cancel moves the goal to CANCELING only after the cancel callback returned,
+and fails if the goal ended in between; an exception out of a callback would stop rclpy's
+executor).  What rclpy would raise inside its executor is collected in ``GRAPH.errors``.  The
+real thing is exercised by the launch tests under colcon test.
 """
 
 from __future__ import annotations
@@ -33,14 +36,14 @@ class Future:
             self._done.set()
             cbs, self._cbs = self._cbs, []
         for cb in cbs:
-            GRAPH.pool.submit(cb, self)
+            GRAPH.submit(cb, self)
 
     def add_done_callback(self, cb: Any) -> None:
         with self._lock:
             if not self._done.is_set():
                 self._cbs.append(cb)
                 return
-        GRAPH.pool.submit(cb, self)
+        GRAPH.submit(cb, self)
 
     def result(self) -> Any:
         return self._result
@@ -58,6 +61,26 @@ class Graph:
         self.services: dict[str, Any] = {}
         self.actions: dict[str, Any] = {}
         self.published: dict[str, int] = defaultdict(int)
+        # what rclpy would raise inside its executor (and so stop spinning): must stay empty
+        self.errors: list[str] = []
+        # the time between a cancel callback returning ACCEPT and rclpy applying it
+        self.cancel_delay_s = 0.0
+        # rclpy/#1123: the action client can lose a response (taken by the executor before
+        # the request was registered); here a goal response comes late, result requests lost
+        self.goal_response_delay_s = 0.0
+        self.lose_results = 0
+
+    def submit(self, fn: Any, *args: Any) -> None:
+        """Run a callback on a worker thread; an exception is recorded, as rclpy's
+        MultiThreadedExecutor would re-raise it out of spin()."""
+
+        def run() -> None:
+            try:
+                fn(*args)
+            except Exception as e:
+                self.errors.append(f"{getattr(fn, '__name__', fn)}: {type(e).__name__}: {e}")
+
+        self.pool.submit(run)
 
     def cdr(self, msg: Any) -> Any:
         t = msg.__msgtype__
@@ -94,7 +117,7 @@ class _Publisher:
         if self.qos.durability == DurabilityPolicy.TRANSIENT_LOCAL:
             GRAPH.latched[self.name] = [msg]
         for _t, cb, _q in list(GRAPH.subs[self.name]):
-            GRAPH.pool.submit(cb, msg)
+            GRAPH.submit(cb, msg)
 
 
 class _Client:
@@ -123,20 +146,70 @@ class _Client:
             assert resp.__msgtype__ == cls.Response.__msgtype__, "wrong response type"
             fut.set_result(GRAPH.cdr(resp))
 
-        GRAPH.pool.submit(run)
+        GRAPH.submit(run)
         return fut
 
     def remove_pending_request(self, fut: Future) -> None:
         pass
 
 
+class ParameterException(Exception):
+    pass
+
+
+class InvalidParameterTypeException(ParameterException):
+    pass
+
+
+class ParameterDescriptor:
+    def __init__(self, description: str = "", dynamic_typing: bool = False) -> None:
+        self.description = description
+        self.dynamic_typing = dynamic_typing
+
+
+def _param_type(value: Any) -> str:
+    # rclpy's Parameter.Type.from_parameter_value: bool, int and float are distinct types
+    if isinstance(value, (list, tuple)):
+        return f"{_param_type(value[0]) if value else 'byte'}_array"
+    return {bool: "bool", int: "integer", float: "double", str: "string"}[type(value)]
+
+
 class Node:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, parameter_overrides: dict[str, Any] | None = None) -> None:
         self.name = name
         self.log = _Logger()
+        self.overrides = dict(parameter_overrides or {})
+        self.parameters: dict[str, Any] = {}
+        self.destroyed = False
 
     def get_logger(self) -> _Logger:
         return self.log
+
+    def get_name(self) -> str:
+        return self.name
+
+    def destroy_node(self) -> None:
+        self.destroyed = True
+
+    # parameters, statically typed as in rclpy (the default's type; no int -> double)
+    def has_parameter(self, name: str) -> bool:
+        return name in self.parameters
+
+    def declare_parameter(self, name: str, value: Any, descriptor: Any = None) -> Any:
+        if name in self.overrides:
+            given = self.overrides[name]
+            if not (descriptor and descriptor.dynamic_typing) and \
+                    _param_type(given) != _param_type(value):
+                raise InvalidParameterTypeException(
+                    f"Trying to set parameter '{name}' to '{given}' of type "
+                    f"'{_param_type(given).upper()}', expecting type "
+                    f"'{_param_type(value).upper()}'")
+            value = given
+        self.parameters[name] = value
+        return types.SimpleNamespace(value=value)
+
+    def get_parameter(self, name: str) -> Any:
+        return types.SimpleNamespace(value=self.parameters[name])
 
     def create_publisher(self, cls: Any, name: str, qos: Any) -> _Publisher:
         return _Publisher(name, qos)
@@ -149,7 +222,7 @@ class Node:
         GRAPH.subs[name].append((cls.__msgtype__, cb, qos))
         if qos.durability == DurabilityPolicy.TRANSIENT_LOCAL:
             for m in GRAPH.latched.get(name, []):
-                GRAPH.pool.submit(cb, m)
+                GRAPH.submit(cb, m)
         return (name, cb)
 
     def create_service(self, cls: Any, name: str, cb: Any, callback_group: Any = None) -> Any:
@@ -182,32 +255,40 @@ class _ServerGoalHandle:
         self.request = request
         self.goal_id = types.SimpleNamespace(uuid=list(uuid.uuid4().bytes))
         self.status = 2  # EXECUTING
-        self.is_cancel_requested = False
         self.feedback_cb: Any = None
         self.result_future = Future()
+        self._lock = threading.Lock()
 
     @property
     def is_active(self) -> bool:
         return self.status in (1, 2, 3)
 
+    @property
+    def is_cancel_requested(self) -> bool:  # as rclpy: the goal is CANCELING
+        return self.status == 3
+
     def publish_feedback(self, fb: Any) -> None:
         fb = GRAPH.cdr(fb)
         if self.feedback_cb is not None:
-            GRAPH.pool.submit(self.feedback_cb, types.SimpleNamespace(feedback=fb))
+            GRAPH.submit(self.feedback_cb, types.SimpleNamespace(feedback=fb))
 
-    def _end(self, status: int) -> None:
-        assert self.is_active, "goal already ended"
-        self.status = status
+    def _update(self, status: int) -> None:
+        # rcl_action's state machine: a terminal goal takes no further event
+        with self._lock:
+            if not self.is_active:
+                raise RuntimeError(f"goal_handle attempted invalid transition from state "
+                                   f"{self.status} to {status}")
+            self.status = status
 
     def succeed(self) -> None:
-        self._end(4)
+        self._update(4)
 
     def canceled(self) -> None:
         assert self.is_cancel_requested, "rclpy: canceled() needs an accepted cancel request"
-        self._end(5)
+        self._update(5)
 
     def abort(self) -> None:
-        self._end(6)
+        self._update(6)
 
 
 class _ClientGoalHandle:
@@ -215,8 +296,16 @@ class _ClientGoalHandle:
         self.sgh = sgh
         self.accepted = sgh is not None
 
+    @property
+    def status(self) -> int:  # as rclpy: kept up to date from the status topic
+        assert self.sgh is not None
+        return self.sgh.status
+
     def get_result_async(self) -> Future:
         assert self.sgh is not None
+        if GRAPH.lose_results > 0:
+            GRAPH.lose_results -= 1
+            return Future()  # never completes
         return self.sgh.result_future
 
     def cancel_goal_async(self) -> Future:
@@ -230,10 +319,17 @@ class _ClientGoalHandle:
                 return
             r = sgh.server.cancel_callback(sgh)
             if r == CancelResponse.ACCEPT:
-                sgh.is_cancel_requested = True
+                if GRAPH.cancel_delay_s:
+                    threading.Event().wait(GRAPH.cancel_delay_s)
+                try:  # rclpy: goal_handle._update_state(GoalEvent.CANCEL_GOAL)
+                    sgh._update(3)
+                except RuntimeError as e:
+                    # in rclpy this raises inside the executor: no cancel response is sent
+                    GRAPH.errors.append(f"cancel of an ended goal: {e}")
+                    return
             fut.set_result(r)
 
-        GRAPH.pool.submit(run)
+        GRAPH.submit(run)
         return fut
 
 
@@ -268,14 +364,19 @@ class ActionClient:
                 return
             sgh = _ServerGoalHandle(server, goal)
             sgh.feedback_cb = feedback_callback
-            fut.set_result(_ClientGoalHandle(sgh))
+            if GRAPH.goal_response_delay_s:
+                delay = GRAPH.goal_response_delay_s
+                threading.Timer(delay, fut.set_result, (_ClientGoalHandle(sgh),)).start()
+            else:
+                fut.set_result(_ClientGoalHandle(sgh))
             result = server.execute_callback(sgh)
-            if sgh.is_active:  # rclpy aborts a goal the callback left running
-                sgh.status = 6
+            with sgh._lock:
+                if sgh.is_active:  # rclpy aborts a goal the callback left running
+                    sgh.status = 6
             sgh.result_future.set_result(types.SimpleNamespace(status=sgh.status,
                                                                result=GRAPH.cdr(result)))
 
-        GRAPH.pool.submit(run)
+        GRAPH.submit(run)
         return fut
 
 
@@ -323,11 +424,43 @@ def _classes(kind: str, name: str, parts: tuple[str, ...]) -> Any:
     return types.SimpleNamespace(**{p: maker(f"{name}_{p}") for p in parts})
 
 
+class MultiThreadedExecutor:
+    """Only what the node shells call; ``spin`` runs ``spin_fn`` (tests make it fail)."""
+
+    spin_fn: Any = None
+
+    def __init__(self, num_threads: int | None = None) -> None:
+        self.num_threads = num_threads
+        self.nodes: list[Any] = []
+        self._stop = threading.Event()
+
+    def add_node(self, node: Any) -> None:
+        self.nodes.append(node)
+
+    def spin(self) -> None:
+        if MultiThreadedExecutor.spin_fn is not None:
+            MultiThreadedExecutor.spin_fn()
+        self._stop.wait()
+
+    def shutdown(self, timeout_sec: float | None = None) -> bool:
+        self._stop.set()
+        return True
+
+
 def modules() -> dict[str, types.ModuleType]:
     """The fake modules to put in sys.modules."""
     mods = {n: types.ModuleType(n) for n in (
         "rclpy", "rclpy.action", "rclpy.callback_groups", "rclpy.node", "rclpy.qos",
+        "rclpy.executors", "rclpy.exceptions", "rcl_interfaces", "rcl_interfaces.msg",
         "rosidl_runtime_py", "rosidl_runtime_py.utilities")}
+    r = mods["rclpy"]
+    r.ok = lambda: True
+    r.try_shutdown = lambda: None
+    mods["rclpy.executors"].MultiThreadedExecutor = MultiThreadedExecutor
+    ex = mods["rclpy.exceptions"]
+    ex.ParameterException = ParameterException
+    ex.InvalidParameterTypeException = InvalidParameterTypeException
+    mods["rcl_interfaces.msg"].ParameterDescriptor = ParameterDescriptor
     a = mods["rclpy.action"]
     a.ActionClient, a.ActionServer = ActionClient, ActionServer
     a.CancelResponse, a.GoalResponse = CancelResponse, GoalResponse

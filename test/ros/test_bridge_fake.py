@@ -33,6 +33,8 @@ def bridge_mod(monkeypatch):
     mod = importlib.import_module("solarian_agent.ros.bridge")
     yield mod
     sys.modules.pop("solarian_agent.ros.bridge", None)
+    # nothing rclpy would have raised inside its executor (which would stop the node)
+    assert fake.GRAPH.errors == []
 
 
 class Graph:
@@ -199,3 +201,103 @@ def test_service_errors_come_back_as_replies(bridge_mod):
     c.add([graph.Endpoint("client", names.AGENT_MESSAGE, names.T_AGENT_COMMAND)])
     r = other.call(names.AGENT_MESSAGE, {"text": "hi"})
     assert r["ok"] is False and "ZeroDivisionError" in r["reason"]
+
+
+def _ros_goal_sent(g, h):
+    """True once the planner side holds the ROS goal handle (so a cancel goes over ROS)."""
+    return _wait(lambda: (g.pb._client_goals.get(h.goal_id) or {}).get("ros") is not None)
+
+
+def test_cancel_of_a_goal_the_core_ends_at_once_reaches_rclpy_first(bridge_mod):
+    """rclpy applies an accepted cancel (-> CANCELING) only after the cancel callback returned.
+    A goal not started yet is cancelled by the core synchronously; ending the ROS goal before
+    rclpy applied the cancel made rclpy's transition raise inside its executor."""
+    g = Graph(bridge_mod)
+    g.close()  # no control ticks: the goal stays queued in the executor
+    fake.GRAPH.cancel_delay_s = 0.1
+    h = g.goal("spin", {}, 1, "c1")
+    assert _ros_goal_sent(g, h) and _wait(lambda: g.sb.running_goals == 1)
+    assert h.cancel()
+    assert h.wait(5.0)
+    assert h.status == GoalStatus.CANCELED, h.result
+    assert h.result.outcome == "stopped" and "before it started" in h.result.reason
+    assert fake.GRAPH.errors == []
+
+
+def test_a_goal_ending_while_its_cancel_is_in_flight(bridge_mod):
+    """The goal ends on its own (here: the node shuts down) between the cancel callback's ACCEPT
+    and rclpy applying it: the bridge ends it only after rclpy did (CANCELING -> ABORTED)."""
+    g = Graph(bridge_mod)
+    g.close()
+    fake.GRAPH.cancel_delay_s = 0.3
+    h = g.goal("spin", {}, 1, "c2")
+    assert _ros_goal_sent(g, h) and _wait(lambda: g.sb.running_goals == 1)
+    assert h.cancel()
+    time.sleep(0.05)  # the cancel callback has accepted; rclpy has not applied it yet
+    g.skills.shutdown()  # the core ends every goal now
+    assert h.wait(5.0)
+    assert h.status == GoalStatus.ABORTED and h.result.outcome in ("stopped", "refused")
+    assert fake.GRAPH.errors == []
+
+
+def test_a_raising_core_callback_never_reaches_the_executor(bridge_mod):
+    """rclpy's MultiThreadedExecutor re-raises a callback's exception out of spin(): the
+    bridge's callbacks log it instead (here: handing feedback to the planner raises)."""
+    g = Graph(bridge_mod)
+    try:
+        h = g.goal("wait", {"seconds": 0.4}, 1, "c3")
+
+        def bad(_f):
+            raise RuntimeError("planner bug")
+
+        h.publish_feedback = bad
+        assert h.wait(5.0) and h.status == GoalStatus.SUCCEEDED
+        assert fake.GRAPH.errors == []
+        assert any("planner bug" in line for line in g.pb.node.log.lines)
+    finally:
+        g.close()
+
+
+def test_cancel_when_the_server_is_gone_ends_the_goal(bridge_mod):
+    g = Graph(bridge_mod)
+    g.close()
+    h = g.goal("spin", {}, 1, "c4")
+    assert _ros_goal_sent(g, h)
+    del fake.GRAPH.actions[names.skill_action("spin")]  # the skills node went away
+    try:
+        assert h.cancel()
+        assert h.done and h.status == GoalStatus.ABORTED and "is gone" in h.result.reason
+    finally:
+        g.sb.close()
+        g.skills.shutdown()  # ends the goal the fake server still runs
+        assert _wait(lambda: g.sb.running_goals == 0)
+
+
+def test_a_goal_whose_response_never_comes_in_time_is_refused_then_cancelled(bridge_mod):
+    """The goal response is late (rclpy/#1123 can lose it): the planner's goal ends refused
+    after service_timeout_s, and when the response still comes the goal is cancelled."""
+    g = Graph(bridge_mod)
+    g.pb.service_timeout_s = 0.4
+    fake.GRAPH.goal_response_delay_s = 1.2
+    try:
+        t0 = time.monotonic()
+        h = g.goal("spin", {}, 1, "w1")
+        assert h.wait(3.0)
+        assert time.monotonic() - t0 < 1.2
+        assert h.status == GoalStatus.ABORTED and "did not answer the goal" in h.result.reason
+        # the late response: the running skill is cancelled, not left moving the arm
+        assert _wait(lambda: g.sb.running_goals == 0, 5.0)
+        assert any("late goal response" in line for line in g.pb.node.log.lines)
+    finally:
+        g.close()
+
+
+def test_a_lost_result_is_asked_for_again(bridge_mod):
+    g = Graph(bridge_mod)
+    fake.GRAPH.lose_results = 1
+    try:
+        h = g.goal("wait", {"seconds": 0.1}, 1, "w2")
+        assert h.wait(6.0), "the result was never asked for again"
+        assert h.status == GoalStatus.SUCCEEDED and h.result.outcome == "succeeded"
+    finally:
+        g.close()

@@ -13,6 +13,7 @@ import unittest
 
 import launch_testing
 import launch_testing.actions
+import launch_testing.asserts  # not imported by `import launch_testing`
 import numpy as np
 import pytest
 from launch_ros.actions import Node

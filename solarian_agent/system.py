@@ -6,7 +6,7 @@ here, so they all run the same wiring the ROS launch files start as separate nod
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -138,12 +138,7 @@ def build_sim_system(
                              trackers=trackers)
     provider = planner or build_planner_provider(cfg, planner_name)
     offline = provider.name in OFFLINE_PLANNERS
-    if not offline:
-        key_env = cfg.planner.api_key_env
-        if key_env:
-            import os
-
-            register_secret(os.environ.get(key_env))
+    register_run_secrets(cfg, None if offline else provider.name)
     pl = Planner(bus, clock, cfg, provider, recorder=recorder,
                  caller=caller or (InlineCaller() if offline else ThreadCaller()),
                  readings=arm.readings)
@@ -182,6 +177,35 @@ def _build_monitor(bus: Bus, clock: Clock, cfg: AgentConfig, arm: ArmPort,
     return builder(bus=bus, clock=clock, config=cfg, tripwire=StallTripwire(arm),
                    trackers=trackers, log_provider=lambda: planner.log,
                    readings=arm.readings)
+
+
+def register_run_secrets(cfg: AgentConfig, planner_provider: str | None = None,
+                         env: Mapping[str, str] | None = None) -> list[str]:
+    """Register the API key of every HTTP provider this run may call (planner, monitor,
+    router, vision), read from ``api_key_env`` or the provider's default variable, as a secret
+    the episode log scrubs.  ``planner_provider``: the planner actually built (None: an
+    offline one).  Returns the variable names registered."""
+    import os
+
+    from .models.factory import DEFAULT_KEY_ENV
+
+    environ = os.environ if env is None else env
+    wanted: list[tuple[str, str | None]] = []
+    if planner_provider is not None:
+        wanted.append((planner_provider, cfg.planner.api_key_env))
+    if cfg.monitor is not None:
+        wanted.append((cfg.monitor.provider, cfg.monitor.api_key_env))
+    if cfg.events.router is not None:
+        wanted.append((cfg.events.router.provider, cfg.events.router.api_key_env))
+    vision = cfg.runtime.vision
+    wanted.append(({"openai-responses": "openai_responses"}.get(vision, vision), None))
+    out: list[str] = []
+    for prov, var in wanted:
+        name = var or DEFAULT_KEY_ENV.get(prov)
+        if name and name not in out:
+            out.append(name)
+            register_secret(environ.get(name))
+    return out
 
 
 def session_name(task: str, seed: int) -> str:

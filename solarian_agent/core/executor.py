@@ -73,6 +73,7 @@ class _Pending:
     tool: str
     goal: SkillGoal
     by: str
+    cancel_requested: bool = False  # a cancel that arrived while tick() was starting it
 
 
 _action_ids = itertools.count(1)
@@ -103,6 +104,9 @@ class SkillExecutor:
         self._lock = threading.Lock()
         self.generation = 1
         self._pending: list[_Pending] = []
+        # goals tick() has taken off _pending and is starting now (seeding trackers can take a
+        # while): still visible to _conflict and _on_cancel, which run on other threads
+        self._starting: list[_Pending] = []
         self.estop_latched = False
         self.running: dict[str, RunningAction] = {}
         self._events = bus.publisher(names.SKILL_EVENTS, names.T_AGENT_EVENT, QoS(depth=200),
@@ -213,7 +217,8 @@ class SkillExecutor:
         return None
 
     def _conflict(self, spec: ToolSpec) -> str:
-        claimed = {r for p in self._pending for r in self.all_specs[p.tool].resources}
+        claimed = {r for p in [*self._pending, *self._starting] if not p.cancel_requested
+                   for r in self.all_specs[p.tool].resources}
         for ra in self.running.values():
             if ra.stop_request is None:
                 claimed.update(ra.spec.resources)
@@ -227,18 +232,25 @@ class SkillExecutor:
 
     def _on_cancel(self, handle: GoalHandle) -> bool:
         with self._lock:
-            for p in self._pending:
-                if p.handle is handle:
-                    self._pending.remove(p)
-                    handle.canceled(SkillResult(p.goal.action_id, "stopped",
-                                                "cancelled before it started"))
-                    return True
-            for ra in self.running.values():
-                if ra.handle is handle:
-                    if ra.stop_request is None:
-                        ra.stop_request = ("stopped", "cancel requested")
-                    return True
-        return False
+            waiting = next((p for p in self._pending if p.handle is handle), None)
+            if waiting is not None:
+                self._pending.remove(waiting)
+            else:
+                # running first: _start moves a goal into running before it leaves _starting
+                for ra in self.running.values():
+                    if ra.handle is handle:
+                        if ra.stop_request is None:
+                            ra.stop_request = ("stopped", "cancel requested")
+                        return True
+                for p in self._starting:
+                    if p.handle is handle:
+                        p.cancel_requested = True  # honoured as soon as its start returns
+                        return True
+                return False
+        # ended outside the lock: a done callback may call straight back into the executor
+        handle.canceled(SkillResult(waiting.goal.action_id, "stopped",
+                                    "cancelled before it started"))
+        return True
 
     def stop_all(self, reason: str) -> None:
         with self._lock:
@@ -254,10 +266,44 @@ class SkillExecutor:
         now = self.clock.now()
         with self._lock:
             pending, self._pending = self._pending, []
+            self._starting = list(pending)
         for p in pending:
-            self._start(p, now)
+            try:
+                self._start(p, now)
+            except Exception as e:  # a harness bug refuses one goal; the loop goes on
+                self._crashed(p.handle, p.goal.action_id, p.tool, e)
+            finally:
+                with self._lock:
+                    self._starting.remove(p)
         for ra in list(self.running.values()):
-            self._step(ra, now)
+            try:
+                self._step(ra, now)
+            except Exception as e:
+                self._crashed(ra.handle, ra.action_id, ra.tool, e)
+
+    def _crashed(self, handle: GoalHandle, action_id: str, tool: str, e: Exception) -> None:
+        """Last line of defence for :meth:`tick`: whatever raised while starting or stepping
+        an action, that action is stopped and its goal ended, never left half-started."""
+        reason = f"harness error in {tool}: {type(e).__name__}: {e}"
+        with self._lock:
+            ra = self.running.pop(action_id, None)
+            still_read = {f for other in self.running.values() for f in other.trackers}
+        if ra is not None:
+            try:
+                ra.skill.on_stop(reason)
+            except Exception:
+                pass
+            self._stop_trackers([f for f in ra.trackers if f not in still_read], by=ra.by)
+        if not handle.done:
+            try:
+                handle.abort(SkillResult(action_id, "failed", reason))
+            except Exception:
+                pass
+        try:
+            self._emit("skill_error", action_id=action_id, skill=tool, error=reason,
+                       traceback=traceback.format_exc(limit=5))
+        except Exception:
+            pass
 
     def _start(self, p: _Pending, now: float) -> None:
         goal = p.goal
@@ -274,8 +320,14 @@ class SkillExecutor:
         t0 = now
         started_trackers: list[str] = []
         target_area: float | None = None
+        try:
+            requests = tool.skill.services_for(params) if self.trackers is not None else []
+        except Exception as e:  # skill code: refuses this call, never escapes the tick
+            p.handle.abort(SkillResult(goal.action_id, "refused",
+                                       f"refused: {p.tool} could not name its services: {e!r}"))
+            return
         if self.trackers is not None:
-            for req in tool.skill.services_for(params):
+            for req in requests:
                 pt = params.get(req.point_param)
                 if not (isinstance(pt, (list, tuple)) and len(pt) == 2):
                     continue
@@ -304,18 +356,38 @@ class SkillExecutor:
                         p.handle.abort(SkillResult(goal.action_id, "refused", reason,
                                                    {"target_area": res.area_fraction}))
                         return
+        with self._lock:
+            gen = self.generation
+            cancelled = p.cancel_requested
+        if cancelled:
+            self._stop_trackers(started_trackers, by=p.by)
+            p.handle.canceled(SkillResult(goal.action_id, "stopped",
+                                          "cancelled before it started"))
+            return
+        if goal.generation < gen:
+            # a cancel, reset or takeover arrived (on another thread) while the trackers were
+            # being seeded: the decision is stale, so the skill never starts
+            self._stop_trackers(started_trackers, by=p.by)
+            p.handle.abort(SkillResult(goal.action_id, "refused",
+                                       f"refused: stale generation {goal.generation} (current "
+                                       f"{gen}) by the time it was due to start"))
+            return
         ctx = SkillContext(self.clock, self.ports, emit=lambda k, d: self._emit(k, **d),
                            action_id=goal.action_id, generation=goal.generation)
+        skill: Skill | None = None
         try:
             skill = tool.skill(params, ctx)
             skill.start()
         except SkillFailed as e:
+            self._stop_after_failed_start(skill, p.tool, goal.action_id, e.reason)
             self._stop_trackers(started_trackers, by=p.by)
             p.handle.abort(SkillResult(goal.action_id, "failed", e.reason))
             self._emit("skill_ended", skill=p.tool, action_id=goal.action_id, outcome="failed",
                        reason=e.reason)
             return
         except Exception as e:
+            self._stop_after_failed_start(skill, p.tool, goal.action_id,
+                                          f"could not start: {e!r}")
             self._stop_trackers(started_trackers, by=p.by)
             p.handle.abort(SkillResult(goal.action_id, "failed",
                                        f"skill {p.tool} could not start: {e!r}"))
@@ -325,6 +397,13 @@ class SkillExecutor:
                            p.by, started_trackers, deadline)
         with self._lock:
             self.running[ra.action_id] = ra
+            if goal.generation < self.generation:
+                # advanced while start() ran: advance_generation could not see this action
+                # yet, so it is stopped here, in this very tick
+                ra.stop_request = ("stopped", f"generation advanced to {self.generation} "
+                                              "while it was starting")
+            elif p.cancel_requested:
+                ra.stop_request = ("stopped", "cancel requested")
         p.handle.execute()
         p.handle.publish_feedback(SkillFeedback(ra.action_id, "started", 0.0))
         data: dict[str, Any] = {"skill": p.tool, "params": goal.params,
@@ -379,6 +458,18 @@ class SkillExecutor:
             self._emit("skill_error", action_id=ra.action_id, skill=ra.tool,
                        error=f"on_stop raised {e!r}")
 
+    def _stop_after_failed_start(self, skill: Skill | None, tool: str, action_id: str,
+                                 reason: str) -> None:
+        """A start() that raised may already have commanded the robot: stop it like any
+        stopped skill, so nothing keeps moving toward a target nobody watches."""
+        if skill is None:
+            return
+        try:
+            skill.on_stop(reason)
+        except Exception as e:
+            self._emit("skill_error", action_id=action_id, skill=tool,
+                       error=f"on_stop raised {e!r}")
+
     def _end(self, ra: RunningAction, outcome: str, reason: str, now: float) -> None:
         with self._lock:
             self.running.pop(ra.action_id, None)
@@ -410,7 +501,7 @@ class SkillExecutor:
     @property
     def busy(self) -> bool:
         with self._lock:
-            return bool(self.running or self._pending)
+            return bool(self.running or self._pending or self._starting)
 
 
 def tool_schema(spec: ToolSpec) -> dict[str, Any]:

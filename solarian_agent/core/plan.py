@@ -116,6 +116,20 @@ class PlanQueue:
         if s is not None:
             s.status, s.action_id = "running", new_action_id
 
+    def follow_up(self, action_id: str, tool: str, new_action_id: str) -> PlanStep | None:
+        """A ``then`` follow-up started after a finish (seed 003): it takes the next step when
+        the plan names its tool there, else it carries the action's own step on.  Returns the
+        step the follow-up now runs, if any."""
+        s = self.step_of(action_id)
+        after = self.steps[self.steps.index(s) + 1:] if s is not None else self.steps
+        nxt = next((x for x in after if x.status == "pending"), None)
+        if nxt is not None and nxt.tool == tool:
+            nxt.status, nxt.action_id = "running", new_action_id
+            return nxt
+        if s is not None:
+            s.status, s.action_id = "running", new_action_id
+        return s
+
     def next_step(self, needs_point: set[str], known_tools: set[str]) -> NextStep:
         for s in self.steps:
             if s.status in ("done", "skipped", "running"):

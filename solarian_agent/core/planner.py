@@ -292,6 +292,7 @@ class Planner:
         self.text_only_replies = 0
         self.last_activity = clock.now()
         self.log: EpisodeLog | None = None
+        self.log_errors = 0  # episode log writes that failed (the run goes on without them)
         self.summary = ""
         self.tool_failures: dict[str, int] = {}
         self._deferred: list[Event] = []
@@ -307,7 +308,8 @@ class Planner:
         self._boundary = False  # a tool result arrived this tick
         self._urgent = False  # the next call is an interrupt's: no waiting for fresh frames
         self._stopping: dict[str, float] = {}  # action_id -> when a user stop was sent
-        self._plan_hold = False  # after a user stop: no plan step starts until the next reply
+        # a wake that holds the plan queue (see _wake): no plan step starts until the next reply
+        self._plan_hold = False
         self._background: list[_PendingStart] = []  # starts answered with a placeholder
         self._progress_seen: dict[str, int] = {}  # action_id -> progress steps reported
         self._ended_tasks: dict[str, str] = {}  # action_id -> how it ended
@@ -468,6 +470,8 @@ class Planner:
         hb = self.config.planner_heartbeat_s
         if (hb is not None and self.actions and not self.wake_reasons
                 and now - self.last_activity >= hb):
+            # the next heartbeat is due hb after this one, not at every tick from now on
+            self.last_activity = now
             self._wake("heartbeat")
         if self.wake_reasons or self.continue_turn:
             if self._waiting_for_stop(now):
@@ -533,7 +537,7 @@ class Planner:
             self.status = "running"
         self.news.append(f"User: {text}")
         if wake:  # a queued addition held for the next tool result is woken for later
-            self._wake("message")
+            self._wake("message", hold=True)
 
     def _handle_cancel(self, ev: Event, forget: bool) -> None:
         by = str(ev.context.get("by", "operator"))
@@ -603,29 +607,38 @@ class Planner:
         with self._lock:
             for key in [k for k in self.monitor_notes if k[0] == res.action_id]:
                 del self.monitor_notes[key]
+        # per-action bookkeeping ends with the action, whatever the run's status is now (a
+        # paused or ended run must not keep it for the life of the process)
+        followup = self.followups.pop(res.action_id, None)
+        woken_for_fail = res.action_id in self.woken_for_fail
+        self.woken_for_fail.discard(res.action_id)
+        self.escalated = {k for k in self.escalated if k[0] != res.action_id}
         if self.status not in ("running", "waiting_user"):
             self._publish_state()  # the action is gone from any viewer's screen too
             return
         step = self.plan.action_ended(res.action_id, res.outcome)
-        followup = self.followups.pop(res.action_id, None)
         if res.outcome == "succeeded":
             self.tool_failures[tool] = 0
-        elif res.outcome != "stopped":
+        elif res.outcome not in ("stopped", "timed_out"):  # a timeout is not a failure
             self.tool_failures[tool] = self.tool_failures.get(tool, 0) + 1
         if followup is not None:
             ftool, decision = followup
             new_id = self._send_goal(ftool, {}, by_harness=True)
+            if not new_id:
+                # _send_goal told why; the queue waits for the planner instead of going on
+                # as if the step that always follows had run
+                self._wake(f"follow-up {ftool} could not start", hold=True)
             if new_id and decision == "finish":
-                if step is not None:
-                    self.plan.carry_on(res.action_id, new_id)
+                taken = self.plan.follow_up(res.action_id, ftool, new_id)
+                if taken is not None and new_id in self.actions:
+                    self.actions[new_id].step = taken.index
                 self.news.append(f"Action {res.action_id} ({tool}) finished by the monitor "
                                  f"({res.reason}); {ftool} started as its follow-up "
                                  f"({new_id}).")
                 return
             if new_id:
                 self.news.append(f"{ftool} started ({new_id}) after {res.action_id} failed.")
-        if res.action_id in self.woken_for_fail:
-            self.woken_for_fail.discard(res.action_id)
+        if woken_for_fail:
             self.news.append(f"Action {res.action_id} ({tool}) has now stopped.")
             return
         if res.outcome == "succeeded":
@@ -640,7 +653,8 @@ class Planner:
                 return
             nxt = self.plan.next_step(self._needs_point(), set(self.specs))
             if nxt.step is not None and (self._held or self._plan_hold):
-                # queued user additions, or a user stop: the planner decides the next step
+                # queued user additions, or the planner was woken (a failure, a timeout, a
+                # stop, a monitor flag, the user) and has not replied: it decides the next step
                 self._wake("queued events before the next plan step")
                 return
             if nxt.step is not None:
@@ -679,10 +693,12 @@ class Planner:
             msg += (f" {tool} has failed {n} times in a row: change your approach instead of "
                     "retrying it the same way.")
         self.news.append(msg)
-        self._wake(f"action_{res.outcome}")
+        self._wake(f"action_{res.outcome}", hold=True)
 
     def _handle_verdict(self, v: MonitorVerdict) -> None:
-        if v.action_id not in self.actions or self.status != "running":
+        # while the planner waits for the user its actions still run: the monitor still ends
+        # them (the planner hears of it with the user's answer)
+        if v.action_id not in self.actions or self.status not in ("running", "waiting_user"):
             return
         who = "controller check" if v.source == "controller" else "monitor"
         if v.decision in ("finish", "fail"):
@@ -706,7 +722,7 @@ class Planner:
                 self.news.append(f"The {who} failed action {v.action_id} ({v.tool}): "
                                  f"{v.reason or v.value}. A monitor flag can be wrong: check "
                                  "the newest image.")
-                self._wake("monitor_flag")
+                self._wake("monitor_flag", hold=True)
         elif v.decision == "escalate":
             key = (v.action_id, v.question)
             if key in self.escalated:
@@ -716,7 +732,7 @@ class Planner:
                              f"{v.value} (p={v.probability:.2f}). {v.reason} The action is still "
                              "running. A monitor flag can be wrong: check the newest image "
                              "before stopping it.")
-            self._wake("monitor_flag")
+            self._wake("monitor_flag", hold=True)
 
     # seed 004: urgency routing ---------------------------------------------------------------
     def _route_ctx(self) -> RouteContext:
@@ -765,7 +781,7 @@ class Planner:
             hold = (d.urgency == "queue" and self.status == "running" and bool(self.actions)
                     and self.turn is None)
             if d.urgency == "interrupt" and self.status in ("running", "waiting_user"):
-                self._wake("interrupt")
+                self._wake("interrupt", hold=True)
             self._handle_message(ev, wake=not hold)
             source = str(ev.context.get("by") or "user")
         elif ev.kind == "timer":
@@ -891,7 +907,7 @@ class Planner:
         n = len(self._held)
         if n:
             self._held.clear()
-            self._wake("message")
+            self._wake("message", hold=True)
         return n
 
     def _waiting_for_stop(self, now: float) -> bool:
@@ -1133,8 +1149,13 @@ class Planner:
                 f"{elapsed:.1f} s elapsed. No result yet: it arrives as its own event when the "
                 "task ends.")
 
-    def _wake(self, reason: str) -> None:
+    def _wake(self, reason: str, hold: bool = False) -> None:
+        """Wake the planner.  ``hold``: a failure, timeout, stop, monitor flag, the user or the
+        operator woke it, so the plan queue waits for its reply (seed 003) and no step starts
+        by itself until then."""
         self.wake_reasons.append(reason)
+        if hold:
+            self._plan_hold = True
 
     # runs --------------------------------------------------------------------------------
     def _start_run(self, task: str) -> None:
@@ -1295,6 +1316,10 @@ class Planner:
             out.append(Message(msg.role, tuple(parts), msg.tool_calls, msg.tool_call_id,
                                msg.is_error))
         out.reverse()
+        # an image past the window is never sent again: the stub replaces it in the kept
+        # conversation too, so its bytes are not held for the life of the process (the
+        # conversation outlives runs until /reset)
+        self.messages[:] = out
         return tuple(out)
 
     def _needs_describer(self, prepared: PreparedViews) -> bool:
@@ -1664,9 +1689,19 @@ class Planner:
 
     # logging & state ---------------------------------------------------------------------
     def _log(self, kind: str, by: str | None = None, **data: Any) -> None:
+        rec: dict[str, Any] | None = None
         if self.log is not None:
-            rec = self.log.event(kind, by=by, **data)
-        else:
+            try:
+                rec = self.log.event(kind, by=by, **data)
+            except Exception as e:
+                # a full disk or a closed file must not take the control loop down (tick's own
+                # error handler logs too): the event still goes out on the bus, and the first
+                # failure is announced there
+                self.log_errors += 1
+                if self.log_errors == 1:
+                    self._event_pub.publish(AgentEvent(self.clock.wall(), "harness_error", {
+                        "error": f"episode log write failed: {type(e).__name__}: {e}"}))
+        if rec is None:
             rec = {"t": self.clock.wall(), "kind": kind, **({"by": by} if by else {}), **data}
         self._event_pub.publish(AgentEvent(rec["t"], kind, {k: v for k, v in rec.items()
                                                            if k not in ("t", "kind")}))

@@ -17,14 +17,19 @@ Semantics kept from ROS 2:
   and goal status (``action_msgs/GoalStatus`` values).
 
 Concurrency: callbacks run synchronously on the publishing thread, like rclpy's intra-process
-delivery with a single-threaded executor.  Registration is guarded by one lock; delivery
-iterates a snapshot, so a callback may subscribe or unsubscribe without deadlocking.
+delivery with a single-threaded executor.  A callback that raises is logged and counted
+(``Subscription.callback_errors``), never raised into the publisher: a failing subscriber (a
+full disk under the episode log, a broken viewer) must not break the control loop that
+published, just as in ROS it never reaches the publishing node.  Registration is guarded by
+one lock; delivery iterates a snapshot, so a callback may subscribe or unsubscribe without
+deadlocking.
 """
 
 from __future__ import annotations
 
 import collections
 import itertools
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +37,20 @@ from enum import IntEnum
 from typing import Any, Generic, TypeVar
 
 from .errors import ServiceTimeoutError, ServiceUnavailableError, TransportError
+
+log = logging.getLogger(__name__)
+
+
+def _run_callback(what: str, cb: Callable[[Any], None], arg: Any) -> bool:
+    """Run a subscriber's callback; its exception is logged, never raised into the
+    publisher (in ROS a subscriber's failure never reaches the node that published).  Returns
+    False when the callback raised."""
+    try:
+        cb(arg)
+        return True
+    except Exception:
+        log.exception("callback on %s raised; the publisher carries on", what)
+        return False
 
 T = TypeVar("T")
 
@@ -76,6 +95,7 @@ class Subscription(Generic[T]):
         self._lock = threading.Lock()
         self.dropped = 0
         self.received = 0
+        self.callback_errors = 0
 
     def _deliver(self, msg: T) -> None:
         with self._lock:
@@ -84,8 +104,9 @@ class Subscription(Generic[T]):
             self._queue.append(msg)
             self._last = msg
             self.received += 1
-        if self.callback is not None:
-            self.callback(msg)
+        if self.callback is not None and not _run_callback(self.name, self.callback, msg):
+            with self._lock:
+                self.callback_errors += 1
 
     def take(self) -> T | None:
         """Pop the oldest unread message, or None."""

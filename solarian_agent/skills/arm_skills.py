@@ -358,7 +358,10 @@ class StallTripwire:
         self.tools = tools
         self.still_mm = still_mm
         self.still_s = still_s
+        # action_id -> (readings, since when): only the newest few actions are kept, since
+        # the monitor never says when an action ended and a run makes many picks and places
         self._ref: dict[str, tuple[np.ndarray, float]] = {}
+        self.max_actions = 16
 
     def __call__(self, action_id: str, tool: str, elapsed_s: float
                  ) -> tuple[str, str, str] | None:
@@ -371,7 +374,10 @@ class StallTripwire:
         p = np.array([f["x"], f["y"], f["z"], f["aperture_mm"]])
         ref = self._ref.get(action_id)
         if ref is None or np.abs(p - ref[0]).max() > self.still_mm:
+            self._ref.pop(action_id, None)  # re-inserted as the newest
             self._ref[action_id] = (p, elapsed_s)
+            while len(self._ref) > self.max_actions:
+                del self._ref[next(iter(self._ref))]
             return None
         if elapsed_s - ref[1] >= self.still_s:
             self._ref.pop(action_id, None)

@@ -20,7 +20,7 @@ import itertools
 import json
 import threading
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -555,10 +555,6 @@ def validate_params(spec: ToolSpec, params: Mapping[str, Any], *, model_facing: 
     """'' if params satisfy the skill's schema, else a reason naming the bad field."""
     return schema_error(tool_schema(spec) if model_facing else spec.parameters, params,
                         spec.name)
-
-
-def log_sink(emit: Callable[[str, dict[str, Any]], None]) -> Callable[[AgentEvent], None]:
-    return lambda ev: emit(ev.kind, ev.data)
 
 
 __all__ = ["GoalStatus", "SkillExecutor", "TrackerPort", "TrackerResult", "tool_schema",

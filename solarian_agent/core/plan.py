@@ -110,12 +110,6 @@ class PlanQueue:
             s.failures += 1
         return s
 
-    def carry_on(self, action_id: str, new_action_id: str) -> None:
-        """A ``then`` follow-up carries the action's plan step on."""
-        s = self.step_of(action_id)
-        if s is not None:
-            s.status, s.action_id = "running", new_action_id
-
     def follow_up(self, action_id: str, tool: str, new_action_id: str) -> PlanStep | None:
         """A ``then`` follow-up started after a finish (seed 003): it takes the next step when
         the plan names its tool there, else it carries the action's own step on.  Returns the

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..core import names
 from ..core.clock import SystemClock
-from ..core.messages import OperatorEvent
+from ..core.messages import MonitorVerdict, OperatorEvent
 from ..core.planner import ThreadCaller
 from ..core.runtime import Runtime
 from ..core.skill import Tool
@@ -133,11 +133,60 @@ def ticks_to_stop_on_takeover() -> int:
     return ended[0] - t0
 
 
+def ticks_to_stop_on_monitor_finish() -> int:
+    """A monitor finish rule fires (published in the monitor's slot of a step, as the runtime
+    orders it) until the executor has stopped the action."""
+    h = make_harness([reply("", ("wait", {"seconds": 30}))])
+    ended: list[int] = []
+    h.bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT,
+                    callback=lambda e: ended.append(h.executor.ticks)
+                    if e.kind == "skill_ended" else None, qos=QoS(depth=50))
+    pub = h.bus.publisher(names.MONITOR_VERDICTS, names.T_MONITOR_VERDICT)
+    armed: list[str] = []
+    fired: list[int] = []
+
+    def monitor(dt: float) -> None:
+        if armed:
+            aid = armed.pop()
+            fired.append(h.executor.ticks)
+            pub.publish(MonitorVerdict(aid, "wait", "done", "true", 0.95, decision="finish",
+                                       generation=h.executor.generation))
+
+    planner = h.runtime.components.pop()  # keep the order: executor, monitor, planner
+    h.runtime.add("monitor", monitor)
+    h.runtime.components.append(planner)
+    h.say("wait")
+    h.run_until(lambda: bool(h.executor.running), 5)
+    armed.append(next(iter(h.executor.running)))
+    h.run_until(lambda: bool(ended), 5)
+    return ended[0] - fired[0]
+
+
+def ticks_from_action_end_to_next_step() -> int:
+    h = make_harness([reply("", ("update_plan", {"steps": [
+        {"description": "a", "tool": "wait", "args": {"seconds": 0.1}},
+        {"description": "b", "tool": "wait", "args": {"seconds": 0.1}},
+        {"description": "check"}]}), ("wait", {"seconds": 0.1})),
+        reply("", ("finish_task", {"summary": "ok", "success": True}))])
+    seen: list[tuple[str, int]] = []
+    h.bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT,
+                    callback=lambda e: seen.append((e.kind, h.executor.ticks))
+                    if e.kind in ("skill_started", "skill_ended") else None,
+                    qos=QoS(depth=50))
+    h.say("two waits")
+    h.run_until(lambda: h.planner.status == "succeeded", 10)
+    first_end = next(t for k, t in seen if k == "skill_ended")
+    second_start = [t for k, t in seen if k == "skill_started"][1]
+    return second_start - first_end
+
+
 def run(quick: bool = False) -> list[dict[str, Any]]:
     q_turns, q_turn_s, q_tick_s = turns_per_pick_and_place(True)
     b_turns, b_turn_s, _ = turns_per_pick_and_place(False)
     rate, max_gap, target = control_rate_during_model_call(0.6 if quick else 1.0)
     stop_ticks = ticks_to_stop_on_takeover()
+    monitor_ticks = ticks_to_stop_on_monitor_finish()
+    step_ticks = ticks_from_action_end_to_next_step()
     return [
         {"name": "planner turns per pick-and-place (plan queue)", "value": q_turns,
          "unit": "turns", "baseline": f"{b_turns} without the queue", "note": "seed: about 4"},
@@ -147,6 +196,10 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
          "baseline": "20000 us control period"},
         {"name": "control rate while a model call is in flight", "value": rate, "unit": "Hz",
          "baseline": f"{target:g} Hz target", "note": f"max gap {max_gap * 1e3:.1f} ms"},
+        {"name": "monitor finish decision to skill stopped", "value": monitor_ticks,
+         "unit": "control ticks", "baseline": "1 tick required"},
+        {"name": "action end to next plan step started", "value": step_ticks,
+         "unit": "control ticks", "baseline": "1 tick required"},
         {"name": "operator takeover to skill stopped", "value": stop_ticks,
          "unit": "control ticks", "baseline": "1 tick required"},
     ]

@@ -285,3 +285,37 @@ def spec_for(package: str, executable: str, parameters: Mapping[str, Any],
 __all__ = ["Arg", "LAUNCH_ARGS", "PLANS", "Planned", "RVIZ_TOPICS", "camera_sources",
            "external_spec", "replay_plan", "robot_plan", "rviz_remappings", "sim_plan",
            "spec_for", "to_launch_actions"]
+
+
+def share_dir(launch_file: str | Path) -> Path:
+    """The installed share directory, or the source tree when run from a checkout."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        return Path(get_package_share_directory("solarian_agent"))
+    except Exception:  # running from the source tree
+        return Path(launch_file).resolve().parent.parent
+
+
+def launch_description(kind: str, launch_file: str | Path) -> Any:
+    """The LaunchDescription of ``launch/<kind>.launch.py``: its arguments declared, and the
+    nodes of :data:`PLANS` built from their values when the launch runs.  ``launch`` and
+    ``launch_ros`` are imported here, so this module stays importable without ROS."""
+    from launch import LaunchDescription
+    from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
+    from launch.substitutions import LaunchConfiguration
+    from launch_ros.actions import Node
+
+    share = share_dir(launch_file)
+
+    def setup(context: Any, *args: Any, **kwargs: Any) -> Any:
+        values = {a.name: LaunchConfiguration(a.name).perform(context)
+                  for a in LAUNCH_ARGS[kind]}
+        plan = PLANS[kind](values, share)
+        return to_launch_actions(plan, values.get("namespace", ""), Node=Node,
+                                 ExecuteProcess=ExecuteProcess)
+
+    return LaunchDescription(
+        [DeclareLaunchArgument(a.name, default_value=a.default, description=a.description)
+         for a in LAUNCH_ARGS[kind]]
+        + [OpaqueFunction(function=setup)])

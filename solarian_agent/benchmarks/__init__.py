@@ -3,9 +3,23 @@ every row has name, value, unit and a baseline measured in the same run."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
+
+
+@contextlib.contextmanager
+def one_cv_thread() -> Iterator[None]:
+    """Measure on one core: OpenCV held to a single thread for the duration."""
+    import cv2
+
+    threads = cv2.getNumThreads()
+    cv2.setNumThreads(1)
+    try:
+        yield
+    finally:
+        cv2.setNumThreads(threads)
 
 SUITES = {
     "harness": "solarian_agent.benchmarks.harness",

@@ -26,8 +26,6 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import cv2
-
 from ..arm.kinematics import ArmModel
 from ..sim.faults import FaultConfig, FaultInjector
 from ..sim.ideal import IdealController
@@ -256,12 +254,10 @@ def harness_row(seeds: Sequence[int], faults: FaultConfig = FAULTS,
 
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
-    threads = cv2.getNumThreads()
-    cv2.setNumThreads(1)
-    try:
+    from solarian_agent.benchmarks import one_cv_thread
+
+    with one_cv_thread():
         return _run(quick)
-    finally:
-        cv2.setNumThreads(threads)
 
 
 def _run(quick: bool) -> list[dict[str, Any]]:

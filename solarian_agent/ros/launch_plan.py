@@ -301,10 +301,11 @@ def launch_description(kind: str, launch_file: str | Path) -> Any:
     """The LaunchDescription of ``launch/<kind>.launch.py``: its arguments declared, and the
     nodes of :data:`PLANS` built from their values when the launch runs.  ``launch`` and
     ``launch_ros`` are imported here, so this module stays importable without ROS."""
-    from launch import LaunchDescription
     from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node
+
+    from launch import LaunchDescription
 
     share = share_dir(launch_file)
 

@@ -15,7 +15,6 @@ import statistics
 import time
 from typing import Any
 
-import cv2
 import numpy as np
 
 from solarian_agent.arm.kinematics import ArmModel
@@ -57,12 +56,10 @@ def _episodes(world: World, seeds: range, step: Any = None,
 
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
-    threads = cv2.getNumThreads()
-    cv2.setNumThreads(1)
-    try:
+    from solarian_agent.benchmarks import one_cv_thread
+
+    with one_cv_thread():
         return _run(quick)
-    finally:
-        cv2.setNumThreads(threads)
 
 
 def _run(quick: bool) -> list[dict[str, Any]]:

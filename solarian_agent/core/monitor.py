@@ -573,10 +573,17 @@ class MonitorEngine:
         with self._lock:
             inbox, self._inbox = self._inbox, []
         for kind, data, t, frames in inbox:
-            if kind == "skill_started":
-                self._action_started(data, t, frames)
-            else:
-                self._action_ended(data)
+            # one bad event must not drop the others swapped out with it (a lost skill_ended
+            # would keep its action, and its frames, for the life of the process)
+            try:
+                if kind == "skill_started":
+                    self._action_started(data, t, frames)
+                else:
+                    self._action_ended(data)
+            except Exception as e:
+                self.errors += 1
+                self._event("monitor_error", action_id=str(data.get("action_id", "")),
+                            error=f"{kind}: {type(e).__name__}: {e}")
         self._poll()
         now = self.clock.now()
         if not self.actions:
@@ -588,7 +595,12 @@ class MonitorEngine:
         for act in list(self.actions.values()):
             if act.concluded:
                 continue
-            self._tick_action(act, now)
+            try:  # one action's failure must not stop the others' ticks
+                self._tick_action(act, now)
+            except Exception as e:
+                self.errors += 1
+                self._event("monitor_error", action_id=act.action_id,
+                            error=f"{type(e).__name__}: {e}")
 
     def _action_started(self, data: Mapping[str, Any], t: float, frames: dict[str, Image]
                         ) -> None:

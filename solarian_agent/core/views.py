@@ -185,7 +185,7 @@ class ViewManager:
             return PreparedViews(self, [], "stopped watching " + (", ".join(was) or "nothing"))
         if name == "unpin":
             self._only(args, {"name"}, name)
-            pin = str(args.get("name", ""))
+            pin = str(args.get("name", "")).strip()
             if pin not in self.pins:
                 raise ToolCallRejected(f"no view is pinned as {pin!r}; pinned: "
                                        f"{', '.join(self.pins) or 'none'}")
@@ -229,14 +229,14 @@ class ViewManager:
                 raise ToolCallRejected("a region needs a camera: look(camera=..., region=...)")
             box = (x0, y0, x1, y1)
         keep = args.get("keep")
-        if keep is not None:
-            if isinstance(keep, bool) or not isinstance(keep, int) or not 0 <= keep <= MAX_KEEP:
-                raise ToolCallRejected(f"keep must be an integer from 0 to {MAX_KEEP}")
-            self.keep = keep
+        if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int)
+                                 or not 0 <= keep <= MAX_KEEP):
+            raise ToolCallRejected(f"keep must be an integer from 0 to {MAX_KEEP}")
         pin = args.get("pin")
         if pin is not None:
             if not isinstance(pin, str) or not pin.strip():
                 raise ToolCallRejected("pin must be a non-empty name")
+            pin = pin.strip()  # stored trimmed: the same name replaces, never adds, a pin
             if pin not in self.pins and len(self.pins) >= MAX_PINS:
                 raise ToolCallRejected(f"at most {MAX_PINS} views can be pinned; unpin one "
                                        f"first ({', '.join(self.pins)})")
@@ -244,6 +244,8 @@ class ViewManager:
         views = [v for v in (self._capture(c, box, "look") for c in cams) if v is not None]
         if not views:
             raise ToolCallRejected("no camera has delivered a frame yet")
+        if keep is not None:  # a rejected look changes nothing
+            self.keep = keep
         self._looks.append(views)
         self._fresh_looks += 1
         notes = []

@@ -437,20 +437,24 @@ class SceneObserver:
                                        "(4 MiB) are sent, so nothing was sent")
         backend = self.backend
         t0 = time.monotonic()
+        failed: ObserveSceneRejected | None = None
         try:
             desc = backend.describe(FrameForVision(frame.data, frame.media_type, frame.width,
                                                    frame.height, camera, frame.pixels),
                                     f, timeout_s=self.timeout_s)
         except ModelError as e:  # not retried
-            raise ObserveSceneRejected("interpretation_failed",
-                                       f"the vision model failed ({e.kind}): "
-                                       f"{e.message}") from None
+            failed = ObserveSceneRejected("interpretation_failed",
+                                          f"the vision model failed ({e.kind}): {e.message}")
         except Exception as e:
-            raise ObserveSceneRejected("interpretation_failed",
-                                       f"the vision backend failed: {type(e).__name__}: "
-                                       f"{e}") from None
+            failed = ObserveSceneRejected("interpretation_failed",
+                                          f"the vision backend failed: {type(e).__name__}: "
+                                          f"{e}")
         finally:
             del frame  # the bytes go nowhere else
+        if failed is not None:
+            # raised outside the handler: no __context__ whose traceback would keep the
+            # backend's frames, and the image bytes in their locals, alive with the error
+            raise failed
         latency = time.monotonic() - t0
         text, truncated = bound_description(desc.text)
         if episode is not None:

@@ -1282,7 +1282,11 @@ class Planner:
                    for a in self.actions.values()]
         lines.append("Running: " + (", ".join(running) if running else "nothing"))
         with self._lock:
-            notes = [v for v in self.monitor_notes.values() if v.action_id in self.actions]
+            # notes for actions this planner does not track (operator actions, late verdicts)
+            # are dropped here, so the dict never outgrows the running actions
+            for key in [k for k in self.monitor_notes if k[0] not in self.actions]:
+                del self.monitor_notes[key]
+            notes = list(self.monitor_notes.values())
         if notes:
             lines.append("Monitor (may be wrong; check the newest image): " + "; ".join(
                 f"{v.action_id} {v.tool}: {v.question}={v.value} (p={v.probability:.2f})"
@@ -1509,6 +1513,7 @@ class Planner:
                 raise ToolCallRejected(f"action {aid} is not running (running: "
                                        f"{', '.join(self.actions) or 'none'})")
             info.handle.cancel()
+            self.attention.record_effect()
             self._log("stop_action", by="agent", action_id=aid, reason=args.get("reason", ""))
             turn.results[call.id] = _tool_msg(call, f"stopping {aid}; you will be woken when it "
                                               "has stopped")
@@ -1520,6 +1525,7 @@ class Planner:
             turn.results[call.id] = _tool_msg(call, "asked; the run waits for the answer")
             turn.ended = True
         elif name == "finish_task":
+            self.attention.record_effect()
             turn.results[call.id] = _tool_msg(call, "run ended")
             turn.ended = True
             self._finish_after_turn = (bool(args["success"]), str(args["summary"]))
@@ -1535,8 +1541,14 @@ class Planner:
             self.continue_turn = True
         elif name == "observe_scene" and self.scene_observer is not None:
             observer, episode = self.scene_observer, self.attention
+            # the slot is claimed here, in call order, before any effect of this reply; the
+            # interpretation (a model call) runs on the worker
+            try:
+                slot = observer.claim(args, episode)
+            except ToolCallRejected as e:
+                raise ToolCallRejected(e.reason) from None
             turn.futures.append((call, self.caller.submit(
-                lambda: _observe_scene_msg(observer, episode, call, args))))
+                lambda: _observe_scene_msg(observer, episode, call, args, slot))))
             self.continue_turn = True
         elif name in self.specs:
             self._call_skill(turn, call)
@@ -1577,6 +1589,8 @@ class Planner:
             raise ToolCallRejected(f"{call.name} is unavailable: {e}") from e
         self.actions[action_id] = ActionInfo(action_id, call.name, args, self.clock.now(),
                                              handle, bool(spec.monitor or watch_for))
+        # an effect of this attention episode (seed 001): no acquisition after it
+        self.attention.record_effect()
         turn.pending.append(_PendingStart(call, handle, action_id, call.name,
                                           self.clock.now()))
 
@@ -1619,7 +1633,6 @@ class Planner:
             if st == GoalStatus.EXECUTING or ps.handle.feedback is not None:
                 turn.pending.remove(ps)
                 turn.started_any = True
-                self.attention.record_effect()
                 step = self.plan.claim(ps.tool, ps.action_id)
                 if step is not None and ps.action_id in self.actions:
                     self.actions[ps.action_id].step = step.index
@@ -1725,11 +1738,11 @@ class Planner:
 
 # ----------------------------------------------------------------------------------------
 def _observe_scene_msg(observer: SceneObserver, episode: AttentionEpisode, call: ToolCall,
-                       args: Mapping[str, Any]) -> Message:
+                       args: Mapping[str, Any], slot: int) -> Message:
     """Runs on the model worker: one frame, one interpretation, bounded text.  The result is
     model-generated and only ever shown to the planner, never copied into state."""
     try:
-        return _tool_msg(call, observer.handle(args, episode).text())
+        return _tool_msg(call, observer.handle_claimed(args, episode, slot).text())
     except ToolCallRejected as e:
         return _tool_msg(call, f"refused: {e.reason}", error=True)
     except Exception as e:

@@ -34,6 +34,7 @@ otherwise.  For OpenAI backends ``OPENAI_VISION_MODEL`` takes precedence over ``
 
 from __future__ import annotations
 
+import threading
 import time
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -136,7 +137,8 @@ def normalize_focus(focus: Any) -> str:
     if len(f) > MAX_FOCUS_CHARS:
         raise ObserveSceneRejected("focus_too_long", f"focus has {len(f)} characters; at most "
                                                      f"{MAX_FOCUS_CHARS} are allowed")
-    bad = [c for c in f if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn")
+    # Zl / Zp: the Unicode line and paragraph separators break a line like a control char
+    bad = [c for c in f if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
            and c not in " "]
     if bad:
         raise ObserveSceneRejected("focus_control", f"focus contains control characters "
@@ -174,6 +176,9 @@ class AttentionEpisode:
         self.max_acquisitions = max_acquisitions
         self.attempts: list[tuple[str, str, bool]] = []  # (capability, key, applied)
         self.effects = 0
+        # begin() (a model worker) and record_effect() (the planner's tick) may run on two
+        # threads; the planner claims slots in call order on its tick (see ``slot=``)
+        self._lock = threading.Lock()
 
     @property
     def remaining(self) -> int:
@@ -193,6 +198,10 @@ class AttentionEpisode:
         slot stays consumed whether the acquisition succeeds or is rejected."""
         if capability not in ACQUISITIONS:
             raise ValueError(f"not an acquisition: {capability!r}")
+        with self._lock:
+            return self._begin(capability, key)
+
+    def _begin(self, capability: str, key: str) -> int:
         if self.effects:
             raise ObserveSceneRejected("after_effect", "no acquisition is possible after the "
                                                        "episode's first effect")
@@ -212,7 +221,8 @@ class AttentionEpisode:
         self.attempts[slot] = (cap, key, True)
 
     def record_effect(self) -> None:
-        self.effects += 1
+        with self._lock:
+            self.effects += 1
 
 
 # -------------------------------------------------------------------------------------------
@@ -380,15 +390,32 @@ class SceneObserver:
         extra = sorted(set(args) - {"focus"})
         return self._call(args.get("focus"), extra, episode)
 
+    def claim(self, args: Mapping[str, Any], episode: AttentionEpisode) -> int:
+        """Claim this call's acquisition slot now (the caller's thread, in call order); raises
+        :class:`ObserveSceneRejected` when none is left.  Pass the slot to :meth:`handle`."""
+        focus = args.get("focus")
+        try:
+            return episode.begin("observe_scene",
+                                 focus.strip() if isinstance(focus, str) else "")
+        except ObserveSceneRejected as e:
+            self._event("observe_scene_rejected", code=e.code, reason=e.reason)
+            raise
+
+    def handle_claimed(self, args: Mapping[str, Any], episode: AttentionEpisode, slot: int
+                       ) -> VisualPerceptionResult:
+        """:meth:`handle` for a slot :meth:`claim` already took."""
+        extra = sorted(set(args) - {"focus"})
+        return self._call(args.get("focus"), extra, episode, slot)
+
     def observe_scene(self, focus: str, episode: AttentionEpisode | None = None
                       ) -> VisualPerceptionResult:
         return self._call(focus, [], episode)
 
-    def _call(self, focus: Any, extra: list[str], episode: AttentionEpisode | None
-              ) -> VisualPerceptionResult:
+    def _call(self, focus: Any, extra: list[str], episode: AttentionEpisode | None,
+              claimed: int | None = None) -> VisualPerceptionResult:
         try:
-            slot = -1
-            if episode is not None:
+            slot = -1 if claimed is None else claimed
+            if episode is not None and claimed is None:
                 slot = episode.begin("observe_scene",
                                      focus.strip() if isinstance(focus, str) else "")
             if extra:

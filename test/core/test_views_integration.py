@@ -98,3 +98,43 @@ def test_monitor_answers_without_rules_are_shown_to_the_planner():
     assert h.run_until(lambda: len(h.provider.calls) == 2, 5)
     wake = last_user(h.provider.calls[1].request).text()
     assert f"Monitor (may be wrong; check the newest image): {aid} wait: released=true" in wake
+
+
+def test_monitor_notes_for_untracked_actions_are_dropped():
+    h = make_harness([reply("", ("wait", {"seconds": 5})),
+                      reply("", ("finish_task", {"summary": "ok", "success": True}))],
+                     config={"planner_heartbeat_s": 1.0})
+    pub = h.bus.publisher(names.MONITOR_VERDICTS, names.T_MONITOR_VERDICT)
+    h.say("wait")
+    assert h.run_until(lambda: h.planner.actions, 5)
+    for i in range(50):  # verdicts about actions this planner never started
+        pub.publish(MonitorVerdict(f"op{i}", "teleop", "held", "false", 0.9))
+    assert h.run_until(lambda: len(h.provider.calls) == 2, 5)
+    assert len(h.planner.monitor_notes) == 0
+    assert "op1 " not in last_user(h.provider.calls[1].request).text()
+
+
+def test_observe_scene_slots_follow_call_order_around_an_effect():
+    """Seed 001: acquisitions before the first effect are allowed, none after it, whatever
+    thread the interpretation runs on; a third acquisition is refused."""
+    from solarian_agent.core.planner import ThreadCaller
+
+    vision = ScriptedProvider([reply("a red square"), reply("a grey table")])
+    h = make_harness([
+        reply("", ("observe_scene", {"focus": "the red square"}),
+              ("wait", {"seconds": 0.1}),
+              ("observe_scene", {"focus": "the table"})),
+        reply("", ("finish_task", {"summary": "ok", "success": True})),
+    ], config={"runtime": {"vision": "cv", "vision_camera": "cam"}},
+        vision_backend=ModelVisionBackend(vision), caller=ThreadCaller())
+    h.say("look, then wait")
+    import time
+    deadline = time.monotonic() + 10
+    while h.planner.status != "succeeded" and time.monotonic() < deadline:
+        h.runtime.step()
+    assert h.planner.status == "succeeded"
+    results = [m.text() for m in h.provider.calls[1].request.messages if m.role == "tool"]
+    assert "a red square" in results[-3]
+    assert results[-1].startswith("refused") and "after the episode's first effect" in \
+        results[-1]
+    assert len(vision.calls) == 1

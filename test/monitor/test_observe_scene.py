@@ -88,7 +88,7 @@ def code(fn):
     ("", "focus_empty"), ("   \n ", "focus_empty"), (None, "focus_type"), (12, "focus_type"),
     ("x" * 301, "focus_too_long"), ("the\x07cup", "focus_control"),
     ("the cup\nand the tray", "focus_control"), ("tab\there", "focus_control"),
-    ("zero\u200bwidth", "focus_control"),
+    ("zero\u200bwidth", "focus_control"), ("line\u2028sep", "focus_control"),
 ])
 def test_invalid_focus_is_rejected_before_capture(focus, expected):
     obs, cam, be, _, _ = make()

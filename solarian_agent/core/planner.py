@@ -356,12 +356,32 @@ class Planner:
             self.scene_observer = SceneObserver.on_bus(
                 bus, clock, self.vision_backend, vision_camera,
                 on_event=lambda k, d: self._log(k, **d))
+        if self.scene_observer is not None and not bus.has_service(names.OBSERVE_SCENE):
+            bus.create_service(names.OBSERVE_SCENE, names.T_OBSERVE_SCENE,
+                               self._srv_observe_scene, node=node)
         self.attention = AttentionEpisode(autonomous=True)
         self._pending_wake: tuple[Message, cf.Future[list[Any]]] | None = None
         self._prepared_wake: PreparedViews = PreparedViews(self.views)
         # monitor answers to questions without rules: shown to the planner, never acted on
         self.monitor_notes: dict[tuple[str, str], MonitorVerdict] = {}
         self._publish_state()  # a late viewer sees the idle planner
+
+    def _srv_observe_scene(self, req: Mapping[str, Any]) -> dict[str, Any]:
+        """``agent/observe_scene`` for an operator (any front end): its own operator attention
+        episode per request.  Runs on the caller's thread (a model call), never on the tick."""
+        focus = req.get("focus") if isinstance(req, Mapping) else None
+        observer = self.scene_observer
+        if observer is None:
+            return {"ok": False, "error": "no vision backend is configured", "focus": ""}
+        try:
+            res = observer.handle({"focus": focus}, AttentionEpisode(autonomous=False))
+        except ToolCallRejected as e:
+            return {"ok": False, "error": e.reason, "focus": str(focus or "").strip()}
+        except Exception as e:  # a service never raises into its caller
+            return {"ok": False, "error": f"{type(e).__name__}: {e}",
+                    "focus": str(focus or "").strip()}
+        return {"ok": True, "error": "", "focus": res.focus, "description": res.description,
+                "truncated": res.truncated, "observed_at": res.observed_at}
 
     def _latest_frame(self, camera: str) -> Image | None:
         sub = self._frames.get(camera)

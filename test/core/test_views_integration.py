@@ -138,3 +138,16 @@ def test_observe_scene_slots_follow_call_order_around_an_effect():
     assert results[-1].startswith("refused") and "after the episode's first effect" in \
         results[-1]
     assert len(vision.calls) == 1
+
+
+def test_observe_scene_service_for_front_ends():
+    vision = ScriptedProvider([reply("a red square on a grey table")])
+    h = make_harness([], config={"runtime": {"vision": "cv", "vision_camera": "cam"}},
+                     vision_backend=ModelVisionBackend(vision))
+    r = h.bus.call(names.OBSERVE_SCENE, {"focus": "  the red square "})
+    assert r["ok"] and r["focus"] == "the red square"
+    assert r["description"] == "a red square on a grey table" and r["truncated"] is False
+    assert r["observed_at"] <= h.clock.now()
+    bad = h.bus.call(names.OBSERVE_SCENE, {"focus": "\x07"})
+    assert not bad["ok"] and "control characters" in bad["error"]
+    assert len(vision.calls) == 1  # the refused request never reached the model

@@ -52,6 +52,10 @@ class ModelEndpointConfig:
 @dataclass(frozen=True)
 class MonitorConfig(ModelEndpointConfig):
     provider: str = "cv"
+    # a monitor answer is only useful while it is fresh: a short timeout and no retries (the
+    # next tick asks again with newer frames)
+    timeout_s: float = field(default=15.0, metadata=_rng(0.0, 3600.0, lo_open=True))
+    max_retries: int = field(default=0, metadata=_rng(0, 10))
     period_s: float = field(default=1.5, metadata=_rng(0.0, 600.0, lo_open=True))
     history: int = field(default=2, metadata=_rng(1, 16))
     image_max_side: int = field(default=512, metadata=_rng(16, 8192))

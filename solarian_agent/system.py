@@ -141,7 +141,7 @@ def build_sim_system(
     register_run_secrets(cfg, None if offline else provider.name)
     pl = Planner(bus, clock, cfg, provider, recorder=recorder,
                  caller=caller or (InlineCaller() if offline else ThreadCaller()),
-                 readings=arm.readings)
+                 readings=arm.readings, image_overlays=[trackers.overlay])
 
     def overlay(camera: str, fld: str, rec: dict[str, Any]) -> None:
         if pl.log is not None:

@@ -63,7 +63,8 @@ class MotionTracker:
             self._last = pos
 
 
-Overlay = Callable[[np.ndarray, Image], np.ndarray]
+# an overlay draws on the image as it will be sent: (image, camera, scaling to the capture)
+Overlay = Callable[[np.ndarray, str, im.Scaling], np.ndarray]
 
 
 class ObservationStore:
@@ -85,10 +86,19 @@ class ObservationStore:
         self._obs: OrderedDict[str, Observation] = OrderedDict()
         self._lock = threading.Lock()
 
-    def add(self, camera: str, frame: Image, overlays: Sequence[Overlay] = ()) -> Observation:
-        img, scaling = im.resize_max_side(frame.data, self.image_max_side)
+    def add(self, camera: str, frame: Image, overlays: Sequence[Overlay] = (),
+            region: tuple[float, float, float, float] | None = None) -> Observation:
+        """An observation of ``frame`` (or of ``region``, fractions x0, y0, x1, y1 of it),
+        sized to ``image_max_side``; its scaling maps the sent pixels back to the capture."""
+        if region is None:
+            img, scaling = im.resize_max_side(frame.data, self.image_max_side)
+        else:
+            crop, cs = im.crop_fraction(frame.data, region)
+            img, rs = im.resize_max_side(np.ascontiguousarray(crop), self.image_max_side)
+            scaling = im.Scaling(cs.capture_w, cs.capture_h, rs.sent_w, rs.sent_h, cs.x0,
+                                 cs.y0, cs.crop_w, cs.crop_h)
         for ov in overlays:
-            img = ov(img, frame)
+            img = ov(img, camera, scaling)
         if self.grid:
             img = im.draw_grid(img)
         data, mt = im.encode(img)
@@ -99,13 +109,6 @@ class ObservationStore:
             while len(self._obs) > self.keep:
                 self._obs.popitem(last=False)
         return obs
-
-    def insert(self, obs: Observation) -> None:
-        """Store an observation made elsewhere (a view of a region) under its own id."""
-        with self._lock:
-            self._obs[obs.id] = obs
-            while len(self._obs) > self.keep:
-                self._obs.popitem(last=False)
 
     def get(self, obs_id: str) -> Observation | None:
         with self._lock:

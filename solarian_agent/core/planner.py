@@ -64,7 +64,7 @@ from .messages import (
     SkillGoal,
     SkillResult,
 )
-from .observations import Observation, ObservationStore
+from .observations import ObservationStore, Overlay
 from .plan import PLAN_SCHEMA, PlanQueue
 from .routing import (
     PARALLEL_SYSTEM,
@@ -248,7 +248,7 @@ class Planner:
         cameras: list[str] | None = None,
         readings: Callable[[JointState | None], dict[str, dict[str, float]]] | None = None,
         on_agent_idle: Callable[[], None] | None = None,
-        image_overlays: list[Callable[[Any, Image], Any]] | None = None,
+        image_overlays: list[Overlay] | None = None,
         node: str = "planner",
         router: Router | None = None,
         vision: str | None = None,
@@ -263,7 +263,6 @@ class Planner:
         self.cameras = list(cameras if cameras is not None else config.cameras)
         self._readings_fn = readings
         self.on_agent_idle = on_agent_idle
-        self.image_overlays = list(image_overlays or [])
         side = min(config.image_max_side, int(getattr(provider, "max_image_side", 10_000)))
         self.observations = ObservationStore(clock, side, config.max_point_age_s,
                                              grid=config.image_grid)
@@ -350,7 +349,11 @@ class Planner:
                                  reads_images=bool(provider.reads_images),
                                  describer=self.vision_backend,
                                  fixed=list(config.runtime.cameras),
-                                 on_event=lambda k, d: self._log(k, **d))
+                                 on_event=lambda k, d: self._log(k, **d),
+                                 # the controller's overlays (tracker masks) on planner images;
+                                 # the monitor never gets them, whatever this says
+                                 overlays=list(image_overlays or [])
+                                 if config.image_overlays else [])
         self.scene_observer: SceneObserver | None = None
         if self.vision_backend is not None and vision_camera:
             self.scene_observer = SceneObserver.on_bus(
@@ -472,7 +475,6 @@ class Planner:
 
     def _tick(self) -> None:
         now = self.clock.now()
-        gen = self._gen_sub.latest()
         for ev in self.events.drain():
             self._route(ev)
         self._poll_side(now)
@@ -500,7 +502,6 @@ class Planner:
                 return
             self._urgent = False
             self._start_model_call()
-        del gen
 
     def _frames_settling(self, now: float) -> bool:
         """Hold a wake back (at most ``FRESH_FRAME_WAIT_S``) until every camera has a frame
@@ -1267,30 +1268,6 @@ class Planner:
                    for m, fields in out.items() if m in want}
         return out
 
-    def capture(self, cameras: list[str] | None = None) -> list[Observation]:
-        out = []
-        for cam in cameras or self.cameras:
-            sub = self._frames.get(cam)
-            frame = sub.latest() if sub is not None else None
-            if frame is None:
-                continue
-            ovs = self.image_overlays if self.config.image_overlays else []
-            obs = self.observations.add(cam, frame, ovs)
-            if self.log is not None:
-                self.log.save_image(obs.file_name, obs.data)
-            out.append(obs)
-        return out
-
-    def _image_parts(self, obs: list[Observation]) -> list[Any]:
-        parts: list[Any] = []
-        now = self.clock.now()
-        for o in obs:
-            parts.append(TextPart(f"{o.id}: {o.camera} camera, {o.width}x{o.height} px, taken "
-                                  f"{max(0.0, now - o.capture_stamp):.1f} s ago"))
-            if self.provider.reads_images:
-                parts.append(ImagePart(o.data, o.media_type, o.width, o.height, o.id, o.camera))
-        return parts
-
     def _wake_message(self) -> Message:
         reasons = ", ".join(dict.fromkeys(self.wake_reasons)) or "continue"
         lines = [f"[woken: {reasons}]"]
@@ -1512,20 +1489,14 @@ class Planner:
             turn.results[call.id] = _tool_msg(call, "plan updated:\n" + self.plan.render())
             self.continue_turn = True
         elif name == "observe":
-            cams = args.get("cameras") or None
-            if cams:
-                unknown = [c for c in cams if c not in self._frames]
-                if unknown:
-                    raise ToolCallRejected(f"cameras: unknown {unknown}; cameras: "
-                                           f"{', '.join(self._frames)}")
-            obs = self.capture(cams)
-            if not obs:
-                raise ToolCallRejected("no camera has delivered a frame yet")
+            prepared = self.views.observe(args.get("cameras") or None)
+            obs = [v.observation for v in prepared.views]
+            if self.log is not None:
+                for o in obs:
+                    self.log.save_image(o.file_name, o.data)
             self._log("observe", observations=[o.id for o in obs],
                       images=[f"images/{o.file_name}" for o in obs])
-            turn.results[call.id] = Message("tool", (TextPart("fresh images:"),
-                                                     *self._image_parts(obs)), (), call.id)
-            self.continue_turn = True
+            self._answer_views(turn, call, prepared)
         elif name == "stop_action":
             aid = args["action_id"]
             info = self.actions.get(aid)
@@ -1552,13 +1523,7 @@ class Planner:
         elif name in TASK_TOOLS:
             self._task_tool(turn, call, name, args)
         elif name in ViewManager.TOOL_NAMES:
-            prepared = self.views.prepare(name, args)
-            if self._needs_describer(prepared):
-                turn.futures.append((call, self.caller.submit(
-                    lambda: Message("tool", tuple(prepared.render()), (), call.id))))
-            else:
-                turn.results[call.id] = Message("tool", tuple(prepared.render()), (), call.id)
-            self.continue_turn = True
+            self._answer_views(turn, call, self.views.prepare(name, args))
         elif name == "observe_scene" and self.scene_observer is not None:
             observer, episode = self.scene_observer, self.attention
             # the slot is claimed here, in call order, before any effect of this reply; the
@@ -1577,6 +1542,16 @@ class Planner:
                                    f"{', '.join(sorted(t.name for t in self.tool_defs()))}")
 
     _finish_after_turn: tuple[bool, str] | None = None
+
+    def _answer_views(self, turn: _Turn, call: ToolCall, prepared: PreparedViews) -> None:
+        """Views answer at once; for a text-only planner their descriptions (model calls) are
+        made on the worker and the turn waits for them."""
+        if self._needs_describer(prepared):
+            turn.futures.append((call, self.caller.submit(
+                lambda: Message("tool", tuple(prepared.render()), (), call.id))))
+        else:
+            turn.results[call.id] = Message("tool", tuple(prepared.render()), (), call.id)
+        self.continue_turn = True
 
     def _call_skill(self, turn: _Turn, call: ToolCall) -> None:
         spec = self.specs[call.name]

@@ -39,7 +39,7 @@ from ..perception.vision import FrameForVision, VisionBackend
 from .clock import Clock
 from .errors import ToolCallRejected
 from .messages import Image
-from .observations import Observation, ObservationStore
+from .observations import Observation, ObservationStore, Overlay
 
 Part = TextPart | ImagePart
 MAX_KEEP = 8
@@ -77,28 +77,6 @@ class PreparedViews:
         return parts
 
 
-def _region_observation(store: ObservationStore, camera: str, frame: Image,
-                        region: tuple[float, float, float, float]) -> Observation:
-    """An observation of a region at up to the store's side, its scaling back to the capture."""
-    crop, cs = im.crop_fraction(frame.data, region)
-    img, rs = im.resize_max_side(np.ascontiguousarray(crop), store.image_max_side)
-    scaling = im.Scaling(cs.capture_w, cs.capture_h, rs.sent_w, rs.sent_h, cs.x0, cs.y0,
-                         cs.crop_w, cs.crop_h)
-    if store.grid:
-        img = im.draw_grid(img)
-    data, mt = im.encode(img)
-    base = store.add(camera, Image(np.zeros((1, 1, 3), np.uint8), frame.stamp, frame.frame_id,
-                                   frame.seq))
-    obs = dataclasses.replace(base, scaling=scaling, data=data, media_type=mt, frame=frame)
-    insert = getattr(store, "insert", None)
-    if callable(insert):
-        insert(obs)
-    else:  # until ObservationStore grows insert(): replace the placeholder in place
-        with store._lock:
-            store._obs[obs.id] = obs
-    return obs
-
-
 class ViewManager:
     def __init__(
         self,
@@ -112,6 +90,7 @@ class ViewManager:
         fixed: Sequence[str] = (),
         describe_timeout_s: float = 30.0,
         on_event: Callable[[str, dict[str, Any]], None] | None = None,
+        overlays: Sequence[Overlay] = (),
     ) -> None:
         unknown = [c for c in fixed if c not in cameras]
         if unknown:
@@ -126,6 +105,7 @@ class ViewManager:
         self.fixed = list(fixed)
         self.describe_timeout_s = describe_timeout_s
         self.on_event = on_event
+        self.overlays = list(overlays)  # the controller's overlays (image_overlays)
         self.watched: list[str] = []
         self.keep = 0
         self.pins: dict[str, list[View]] = {}
@@ -258,6 +238,15 @@ class ViewManager:
             notes.append(f"pinned as {pin.strip()!r} until unpin({pin.strip()!r})")
         return PreparedViews(self, views, "; ".join(notes))
 
+    def observe(self, cameras: Sequence[str] | None = None) -> PreparedViews:
+        """Fresh whole views of ``cameras`` (default: all) for the planner's ``observe``."""
+        cams = list(cameras) if cameras else list(self.cameras)
+        self._check_cameras(cams)
+        views = [v for v in (self._capture(c, None, "look") for c in cams) if v is not None]
+        if not views:
+            raise ToolCallRejected("no camera has delivered a frame yet")
+        return PreparedViews(self, views, "fresh images:")
+
     # turns -----------------------------------------------------------------------------------
     def capture_for_turn(self) -> PreparedViews:
         """What comes with this turn: fixed and watched cameras (fresh), pinned views and the
@@ -294,10 +283,7 @@ class ViewManager:
         frame = self._frames(camera)
         if frame is None:
             return None
-        if region is None:
-            obs = self.store.add(camera, frame)
-        else:
-            obs = _region_observation(self.store, camera, frame, region)
+        obs = self.store.add(camera, frame, self.overlays, region)
         return View(obs, camera, region, self.clock.now(), why)
 
     def _caption(self, v: View) -> str:

@@ -23,6 +23,7 @@ from ..core.executor import TrackerResult
 from ..core.messages import Image
 from ..core.skill import TrackerRequest
 from ..core.transport import Bus, QoS
+from .images import Scaling
 
 
 @dataclass
@@ -123,6 +124,26 @@ class ColorTrackers:
             t.result = _result(mask)
             t.last_seq = frame.seq
             self._log(t.request, frame, t.result)
+
+    def overlay(self, img: np.ndarray, camera: str, scaling: Scaling) -> np.ndarray:
+        """The controller's overlay for planner images (``image_overlays``): the outline of
+        every tracked mask on ``camera``, in the pixels of the image as sent.  Monitor frames
+        never get it."""
+        with self._lock:
+            masks = [t.result.mask for t in self._tracks.values()
+                     if t.request.camera == camera and t.result.mask is not None]
+        if not masks:
+            return img
+        out = img.copy()
+        for mask in masks:
+            contours, _ = cv2.findContours(mask.astype(np.uint8), cv2.RETR_EXTERNAL,
+                                           cv2.CHAIN_APPROX_SIMPLE)
+            for c in contours:
+                pts = c.reshape(-1, 2).astype(float)
+                sent = np.column_stack([(pts[:, 0] - scaling.x0 + 0.5) / scaling.sx - 0.5,
+                                        (pts[:, 1] - scaling.y0 + 0.5) / scaling.sy - 0.5])
+                cv2.polylines(out, [np.round(sent).astype(np.int32)], True, (255, 0, 255), 1)
+        return out
 
     def _log(self, req: TrackerRequest, frame: Image, res: TrackerResult) -> None:
         if self.overlay_sink is None or res.mask is None:

@@ -161,3 +161,27 @@ def test_estop_is_latched_stops_the_skill_and_wins_until_reset(sim):
     assert sim.bus.call(names.ESTOP_RESET, {})["success"]
     h3 = run_tool(sim, "move_to_pose", {"pose": "ready"})
     assert h3.result.outcome == "succeeded" and abs(sim.world.q[1] - 0.2) < 0.05
+
+
+@pytest.mark.parametrize("overlays", [True, False])
+def test_planner_images_carry_the_tracker_outline_only_with_image_overlays(overlays):
+    from dataclasses import replace
+
+    from solarian_agent.core.config import load_agent_config
+    from solarian_agent.perception import images as im
+    from solarian_agent.system import default_config_path
+
+    cfg = replace(load_agent_config(default_config_path()), image_overlays=overlays,
+                  image_grid=False)
+    s = build_sim_system(config=cfg, seed=7, with_monitor=False)
+    s.runtime.run_for(0.2)
+    h = s.bus.send_goal("skills/pick_object", SkillGoal(
+        "pick_object", {"point": px(s, "red_cup")}, s.executor.generation, "ov1"))
+    s.runtime.run_for(0.1)
+    assert h.status == GoalStatus.EXECUTING
+    view = s.planner.views.observe(["overhead"]).views[0].observation
+    img = im.decode(view.data)
+    # the outline is magenta (high blue and red, low green); nothing else in the scene is
+    magenta = ((img[..., 0] > 120) & (img[..., 2] > 150) & (img[..., 1] < 110)).sum()
+    assert (magenta > 20) == overlays, magenta
+    s.shutdown()

@@ -1,32 +1,53 @@
 # The README's two commands: `make demo` and `make test`. Both set up .venv by themselves.
+# `make test` also sets up ROS 2 Jazzy from PyPI wheels (`make ros`) and runs the ROS tests on
+# real rclpy: the wheels go into .venv, the package's interfaces are built from CMakeLists.txt
+# into build/ros/install; both are cached and redone when their inputs change.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+ROS_WHEELS := $(VENV)/.ros-wheels
+ROS_BUILT := build/ros/.built
+INTERFACES := $(wildcard msg/*.msg srv/*.srv action/*.action)
 
-.PHONY: demo test bench lint typecheck clean venv
+.PHONY: demo test bench lint typecheck clean venv ros ros-check
 
 venv: $(STAMP)
 
 $(STAMP): setup.py pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $(STAMP)
+
+$(ROS_WHEELS): requirements-ros-wheels.txt $(STAMP)
+	$(PY) scripts/ros_wheels.py install
+	touch $(ROS_WHEELS)
+
+$(ROS_BUILT): $(ROS_WHEELS) CMakeLists.txt package.xml $(INTERFACES)
+	$(PY) scripts/ros_wheels.py build
+	$(PY) scripts/ros_wheels.py check
+	touch $(ROS_BUILT)
+
+ros: $(ROS_BUILT)
+
+ros-check: $(ROS_BUILT)
+	$(PY) scripts/ros_wheels.py check
 
 demo: $(STAMP)
 	$(VENV)/bin/solarian-agent demo
 
-test: $(STAMP)
+# SOLARIAN_REQUIRE_ROS: a missing or broken ROS set-up fails the ROS tests, never skips them
+test: $(STAMP) $(ROS_BUILT)
 	sh scripts/install_browser.sh
-	$(PY) -m ruff check solarian_agent test
+	$(PY) -m ruff check solarian_agent test scripts
 	$(PY) -m mypy
-	$(PY) -m pytest -q
+	SOLARIAN_REQUIRE_ROS=1 $(PY) -m pytest -q
 
-bench: $(STAMP)
+bench: $(STAMP) $(ROS_BUILT)
 	$(VENV)/bin/solarian-agent bench
 
 lint: $(STAMP)
-	$(PY) -m ruff check solarian_agent test
+	$(PY) -m ruff check solarian_agent test scripts
 
 typecheck: $(STAMP)
 	$(PY) -m mypy

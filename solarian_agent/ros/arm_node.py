@@ -15,14 +15,10 @@ activates itself.
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
 from collections.abc import Sequence
-from typing import Any
 
 import rclpy
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 
 from ..core.errors import ConfigError
@@ -119,7 +115,7 @@ class ArmNode(LifecycleNode):  # type: ignore[misc]
 
 
 def main(args: Sequence[str] | None = None) -> int:
-    common.init(args)
+    stop = common.init(args)
     try:
         node = ArmNode()
         autostart = bool(common.declare(node, "autostart", True,
@@ -129,19 +125,9 @@ def main(args: Sequence[str] | None = None) -> int:
         rclpy.try_shutdown()
         return 2
     log = node.get_logger()
-    stop = threading.Event()
-    failed = threading.Event()
-    executor = MultiThreadedExecutor(num_threads=4)
-    executor.add_node(node)
-    common.start_spinning(executor, log, stop, failed)
-
-    def on_signal(_sig: int, _frame: Any) -> None:
-        stop.set()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, on_signal)
+    spinner = common.Spinner(node, stop, num_threads=4).start()
     try:
-        if autostart:
+        if autostart and not stop.is_set():
             if node.trigger_configure() == TransitionCallbackReturn.SUCCESS:
                 node.trigger_activate()
             else:
@@ -154,11 +140,8 @@ def main(args: Sequence[str] | None = None) -> int:
         if node.core_ is not None:
             node.core_.deactivate()
             node.core_.cleanup()
-        executor.shutdown(timeout_sec=2.0)
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 1 if failed.is_set() else 0
-
+        spinner.close()
+    return 1 if spinner.failed.is_set() else 0
 
 if __name__ == "__main__":
     sys.exit(main())

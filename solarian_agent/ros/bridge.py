@@ -54,8 +54,10 @@ from ..core.transport import ActionServer as BusActionServer
 from ..core.transport import Bus, GoalHandle, GoalStatus, QoS
 from . import convert as cv
 from .graph import Endpoint
+from .ros_types import interface_class
 
 BRIDGE_NODE = "ros_bridge"
+RESULT_GRACE_S = 0.3  # see Bridge.wait_for_goals
 
 # action_msgs/msg/GoalStatus
 _STATUS_SUCCEEDED = 4
@@ -74,15 +76,11 @@ def ros_qos(q: QoS) -> QoSProfile:
 
 
 def _service_class(typename: str) -> Any:
-    from rosidl_runtime_py.utilities import get_service
-
-    return get_service(typename)
+    return interface_class(typename)
 
 
 def _action_class(typename: str) -> Any:
-    from rosidl_runtime_py.utilities import get_action
-
-    return get_action(typename)
+    return interface_class(typename)
 
 
 def error_response(typename: str, reason: str) -> Any:
@@ -119,6 +117,7 @@ class Bridge:
         self._watchdog: threading.Thread | None = None
         self._entities: list[Any] = []
         self._warned: dict[str, float] = {}
+        self._served_any = False  # an action server of this node ended a goal recently
 
     # ---------------------------------------------------------------------------------------
     def add(self, endpoints: Iterable[Endpoint]) -> None:
@@ -278,6 +277,7 @@ class Bridge:
         try:
             return self._execute_goal(e, goal_handle, key)
         finally:
+            self._served_any = True
             with self._lock:
                 self._server_goals.pop(key, None)
                 self._cancels.discard(key)
@@ -525,6 +525,18 @@ class Bridge:
     def running_goals(self) -> int:
         with self._lock:
             return len(self._server_goals)
+
+    def wait_for_goals(self, timeout_s: float) -> None:
+        """At shutdown, after :meth:`close`: wait (bounded) until every goal this node serves
+        has ended, then a little longer.  rclpy sends a goal's result response from an
+        executor task it schedules after the execute callback returned, and exposes no way to
+        see it sent, so the executor keeps spinning for ``RESULT_GRACE_S`` more."""
+        end = time.monotonic() + timeout_s
+        had = self.running_goals > 0 or self._served_any
+        while self.running_goals and time.monotonic() < end:
+            time.sleep(0.01)
+        if had:
+            time.sleep(RESULT_GRACE_S)
 
 
 __all__ = ["BRIDGE_NODE", "Bridge", "error_response", "ros_qos"]

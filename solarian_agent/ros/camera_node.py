@@ -16,7 +16,7 @@ from .bridge import Bridge
 
 
 def main(args: Sequence[str] | None = None) -> int:
-    common.init(args)
+    stop = common.init(args)
     node = Node("camera")
     try:
         camera = str(common.declare(node, "camera", "overhead", "topic prefix"))
@@ -37,7 +37,7 @@ def main(args: Sequence[str] | None = None) -> int:
         return common.config_error_exit(node, e)
     bridge = Bridge(node, core.bus)
     bridge.add(core.spec.endpoints)
-    return common.run(node, core, bridge)
+    return common.run(node, core, bridge, stop=stop)
 
 
 if __name__ == "__main__":

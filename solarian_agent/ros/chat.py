@@ -140,9 +140,9 @@ class ChatClient:
 
 
 def _srv(typename: str) -> Any:
-    from rosidl_runtime_py.utilities import get_service
+    from .ros_types import interface_class
 
-    return get_service(typename)
+    return interface_class(typename)
 
 
 def render_plan(st: AgentState | None) -> str:

@@ -53,14 +53,18 @@ class RosClock:
             ev.wait(min(left, 0.01))
 
 
-def init(args: Sequence[str] | None = None) -> None:
-    """rclpy.init without rclpy's signal handler (see the module docstring)."""
+def init(args: Sequence[str] | None = None) -> threading.Event:
+    """rclpy.init without rclpy's signal handler (see the module docstring); the returned
+    event is set by SIGINT / SIGTERM from now on (the node's ``stop``)."""
+    stop = threading.Event()
+    stop_on_signals(stop)
     try:
         from rclpy.signals import SignalHandlerOptions
 
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except (ImportError, TypeError):  # older rclpy
         rclpy.init(args=args)
+    return stop
 
 
 def declare(node: Node, name: str, default: Any, description: str = "") -> Any:
@@ -167,11 +171,58 @@ def start_with_retry(fn: Callable[[], None], timeout_s: float, log: Any, what: s
             stop.wait(1.0)
 
 
+class Spinner:
+    """A node's executor spinning on its own thread, and its orderly end.
+
+    rclpy re-raises a callback's exception out of ``spin()``; the node would then run on deaf
+    to ROS, so the error is logged and ``stop`` (and ``failed``) set: the node shuts down and
+    exits non-zero instead.  :meth:`close` shuts the executor down and *joins* the thread
+    before the node is destroyed: a thread left inside rclpy's wait when the interpreter exits
+    aborts the process ("terminate called without an active exception", exit -6)."""
+
+    def __init__(self, node: Node, stop: threading.Event, num_threads: int = 8) -> None:
+        self.node = node
+        self.log = node.get_logger()
+        self.stop = stop
+        self.failed = threading.Event()
+        self.executor = MultiThreadedExecutor(num_threads=num_threads)
+        self.executor.add_node(node)
+        self.thread = threading.Thread(target=self._spin, name="executor", daemon=True)
+
+    def _spin(self) -> None:
+        try:
+            self.executor.spin()
+        except Exception as e:
+            if rclpy.ok() and not self.stop.is_set():
+                self.log.error(f"executor stopped: {type(e).__name__}: {e}")
+                self.failed.set()
+            self.stop.set()
+
+    def start(self) -> Spinner:
+        self.thread.start()
+        return self
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Stop spinning, wait (bounded) for the callbacks in flight and the thread, then
+        destroy the node and shut the context down."""
+        try:
+            self.executor.shutdown(timeout_sec=timeout_s)
+        except Exception as e:  # e.g. a callback that raised while finishing
+            self.log.warning(f"executor shutdown: {type(e).__name__}: {e}")
+        if self.thread.is_alive():
+            self.thread.join(timeout_s)
+        if self.thread.is_alive():
+            self.log.error("the executor thread did not stop; exiting anyway")
+        try:
+            self.node.destroy_node()
+        finally:
+            rclpy.try_shutdown()
+
+
 def start_spinning(executor: MultiThreadedExecutor, log: Any, stop: threading.Event,
                    failed: threading.Event | None = None) -> threading.Thread:
-    """``executor.spin()`` on its own thread.  rclpy re-raises a callback's exception out of
-    ``spin()``; the node would then run on deaf to ROS, so the error is logged and ``stop``
-    (and ``failed``) set: the node shuts down and exits non-zero instead."""
+    """``executor.spin()`` on its own thread (the shape :class:`Spinner` has; kept for the
+    stand-in tests of a failing executor)."""
 
     def spin() -> None:
         try:
@@ -188,19 +239,8 @@ def start_spinning(executor: MultiThreadedExecutor, log: Any, stop: threading.Ev
     return t
 
 
-def run(node: Node, core: NodeCore, bridge: Bridge, *,
-        on_start: Callable[[threading.Event], None] | None = None, num_threads: int = 8,
-        startup_timeout_s: float = 60.0, start_loops: bool = True) -> int:
-    """Spin ``node``, start the core (retrying while its servers come up), run its loops until
-    SIGINT / SIGTERM, then shut down in order: loops, bridge (goals cancelled), core (goals
-    end with a result), a grace period for the results to go out, the executor.
-    ``on_start(stop)`` runs after the core started; it must return soon once ``stop`` is set."""
-    log = node.get_logger()
-    stop = threading.Event()
-    executor = MultiThreadedExecutor(num_threads=num_threads)
-    executor.add_node(node)
-    failed = threading.Event()
-    start_spinning(executor, log, stop, failed)
+def stop_on_signals(stop: threading.Event) -> None:
+    """SIGINT / SIGTERM set ``stop`` (the node then shuts down in order and exits 0)."""
 
     def on_signal(_sig: int, _frame: Any) -> None:
         stop.set()
@@ -210,18 +250,35 @@ def run(node: Node, core: NodeCore, bridge: Bridge, *,
             signal.signal(sig, on_signal)
         except ValueError:  # not the main thread (tests)
             pass
+
+
+def run(node: Node, core: NodeCore, bridge: Bridge, *, stop: threading.Event | None = None,
+        on_start: Callable[[threading.Event], None] | None = None, num_threads: int = 8,
+        startup_timeout_s: float = 60.0, start_loops: bool = True) -> int:
+    """Spin ``node``, start the core (retrying while its servers come up), run its loops until
+    SIGINT / SIGTERM, then shut down in order: loops, bridge (goals cancelled), core (goals
+    end with a result), a grace period for the results to go out, the executor and its
+    thread, the node, the context.
+    ``on_start(stop)`` runs after the core started; it must return soon once ``stop`` is set."""
+    log = node.get_logger()
+    if stop is None:
+        stop = threading.Event()
+        stop_on_signals(stop)
+    spinner = Spinner(node, stop, num_threads).start()
     runner = LoopRunner(core.loops, log)
     code = 0
     try:
         start_with_retry(core.start, startup_timeout_s, log, "the graph", stop)
-        if on_start is not None:
+        if on_start is not None and not stop.is_set():
             on_start(stop)
         if start_loops and not stop.is_set():
             runner.start()
-        log.info(f"{node.get_name()} running")
+            log.info(f"{node.get_name()} running")
         while not stop.is_set() and rclpy.ok():
             stop.wait(0.2)
-        if failed.is_set():
+    except TransportError as e:
+        if not stop.is_set():  # a signal during start-up is a normal stop, not a failure
+            log.error(f"{node.get_name()} failed: {e}")
             code = 1
     except Exception as e:
         log.error(f"{node.get_name()} failed: {type(e).__name__}: {e}")
@@ -233,13 +290,10 @@ def run(node: Node, core: NodeCore, bridge: Bridge, *,
             core.shutdown()
         except Exception as e:
             log.warning(f"shutdown: {e}")
-        end = time.monotonic() + 3.0  # let the goals' results and the last messages go out
-        while bridge.running_goals and time.monotonic() < end:
-            time.sleep(0.02)
-        time.sleep(0.3)  # rclpy sends a goal's result from an executor task after execute
-        executor.shutdown(timeout_sec=2.0)
-        node.destroy_node()
-        rclpy.try_shutdown()
+        bridge.wait_for_goals(3.0)  # the goals' results go out before the executor stops
+        spinner.close()
+    if spinner.failed.is_set():
+        code = 1
     return code
 
 
@@ -251,5 +305,6 @@ def config_error_exit(node: Node, e: Exception) -> int:
     return 2
 
 
-__all__ = ["LoopRunner", "RosClock", "agent_config", "config_error_exit", "csv", "declare",
-           "init", "run", "share_file", "start_spinning", "start_with_retry"]
+__all__ = ["LoopRunner", "RosClock", "Spinner", "agent_config", "config_error_exit", "csv",
+           "declare", "init", "run", "share_file", "start_spinning", "start_with_retry",
+           "stop_on_signals"]

@@ -184,15 +184,9 @@ def rosbags_codec(store: Any = None) -> Codec:
 
 
 def _rclpy_resolve(typename: str) -> type:
-    from rosidl_runtime_py.utilities import get_action, get_message, get_service
+    from .ros_types import interface_class
 
-    pkg, kind, name = typename.split("/")
-    if kind == "msg":
-        return get_message(typename)  # type: ignore[no-any-return]
-    base, _, part = name.rpartition("_")
-    if kind == "srv":
-        return getattr(get_service(f"{pkg}/srv/{base}"), part)  # type: ignore[no-any-return]
-    return getattr(get_action(f"{pkg}/action/{base}"), part)  # type: ignore[no-any-return]
+    return interface_class(typename)  # type: ignore[no-any-return]
 
 
 def rclpy_coerce(cls: type, field: str, value: Any) -> Any:

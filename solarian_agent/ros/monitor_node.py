@@ -17,7 +17,7 @@ from .bridge import Bridge
 
 
 def main(args: Sequence[str] | None = None) -> int:
-    common.init(args)
+    stop = common.init(args)
     node = Node("monitor")
     try:
         cfg = common.agent_config(node)
@@ -29,7 +29,7 @@ def main(args: Sequence[str] | None = None) -> int:
         return common.config_error_exit(node, e)
     bridge = Bridge(node, core.bus, service_timeout_s=timeout)
     bridge.add(core.spec.endpoints)
-    return common.run(node, core, bridge, startup_timeout_s=startup)
+    return common.run(node, core, bridge, stop=stop, startup_timeout_s=startup)
 
 
 if __name__ == "__main__":

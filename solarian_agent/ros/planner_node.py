@@ -25,7 +25,7 @@ from .bridge import Bridge
 
 
 def main(args: Sequence[str] | None = None) -> int:
-    common.init(args)
+    stop = common.init(args)
     node = Node("planner")
     log = node.get_logger()
     try:
@@ -62,11 +62,13 @@ def main(args: Sequence[str] | None = None) -> int:
                 if time.monotonic() > end:
                     break
                 stop.wait(1.0)
+        if stop.is_set():
+            return
         spec = graph.planner_node(list(cfg.cameras), names_)
         bridge.add(spec.of("action_client"))
         log.info(f"skill tools: {', '.join(names_) or '(none)'}")
 
-    return common.run(node, core, bridge, on_start=add_skill_clients,
+    return common.run(node, core, bridge, stop=stop, on_start=add_skill_clients,
                       startup_timeout_s=wait_s)
 
 

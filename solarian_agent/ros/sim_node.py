@@ -17,7 +17,7 @@ from .bridge import Bridge
 
 
 def main(args: Sequence[str] | None = None) -> int:
-    common.init(args)
+    stop = common.init(args)
     node = Node("sim_world")
     try:
         cfg = common.agent_config(node)
@@ -30,7 +30,7 @@ def main(args: Sequence[str] | None = None) -> int:
         return common.config_error_exit(node, e)
     bridge = Bridge(node, core.bus)
     bridge.add(core.spec.endpoints)
-    return common.run(node, core, bridge)
+    return common.run(node, core, bridge, stop=stop)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from .bridge import Bridge
 
 
 def main(args: Sequence[str] | None = None) -> int:
-    common.init(args)
+    stop = common.init(args)
     node = Node("skills")
     try:
         cfg = common.agent_config(node)
@@ -31,7 +31,8 @@ def main(args: Sequence[str] | None = None) -> int:
         return common.config_error_exit(node, e)
     bridge = Bridge(node, core.bus, service_timeout_s=timeout)
     bridge.add(core.spec.endpoints)
-    return common.run(node, core, bridge, num_threads=max(8, len(core.spec.endpoints) // 2))
+    return common.run(node, core, bridge, stop=stop,
+                      num_threads=max(8, len(core.spec.endpoints) // 2))
 
 
 if __name__ == "__main__":

@@ -452,7 +452,7 @@ def modules() -> dict[str, types.ModuleType]:
     mods = {n: types.ModuleType(n) for n in (
         "rclpy", "rclpy.action", "rclpy.callback_groups", "rclpy.node", "rclpy.qos",
         "rclpy.executors", "rclpy.exceptions", "rcl_interfaces", "rcl_interfaces.msg",
-        "rosidl_runtime_py", "rosidl_runtime_py.utilities")}
+        "solarian_agent.ros.ros_types")}
     r = mods["rclpy"]
     r.ok = lambda: True
     r.try_shutdown = lambda: None
@@ -469,8 +469,15 @@ def modules() -> dict[str, types.ModuleType]:
     q = mods["rclpy.qos"]
     q.DurabilityPolicy, q.HistoryPolicy = DurabilityPolicy, HistoryPolicy
     q.QoSProfile, q.ReliabilityPolicy = QoSProfile, ReliabilityPolicy
-    u = mods["rosidl_runtime_py.utilities"]
-    u.get_service = lambda n: _classes("srv", n, ("Request", "Response"))
-    u.get_action = lambda n: _classes("action", n, ("Goal", "Result", "Feedback"))
-    u.get_message = lambda n: GRAPH.store.types[n]
+    mods["solarian_agent.ros.ros_types"].interface_class = interface_class
     return mods
+
+
+def interface_class(typename: str) -> Any:
+    """What :func:`solarian_agent.ros.ros_types.interface_class` returns, for the fake."""
+    kind = typename.split("/")[1]
+    if kind == "srv":
+        return _classes("srv", typename, ("Request", "Response"))
+    if kind == "action":
+        return _classes("action", typename, ("Goal", "Result", "Feedback"))
+    return GRAPH.store.types[typename]

@@ -11,7 +11,8 @@ import solarian_agent
 ROS_ONLY = ("solarian_agent.ros.",)
 ROS_FREE_IN_ROS = {"solarian_agent.ros", "solarian_agent.ros.bag", "solarian_agent.ros.convert",
                    "solarian_agent.ros.interfaces", "solarian_agent.ros.graph",
-                   "solarian_agent.ros.components", "solarian_agent.ros.launch_plan"}
+                   "solarian_agent.ros.components", "solarian_agent.ros.launch_plan",
+                   "solarian_agent.ros.ros_types"}
 
 
 def _modules() -> list[str]:
@@ -31,7 +32,8 @@ def test_every_core_module_imports_without_rclpy():
         class Block:
             def find_spec(self, name, path=None, target=None):
                 root = name.split(".")[0]
-                if root in ("rclpy", "rosidl_runtime_py", "launch_ros", "sensor_msgs",
+                if root in ("rclpy", "rcl_interfaces", "rosidl_runtime_py", "launch_ros",
+                            "sensor_msgs",
                             "std_msgs", "geometry_msgs", "action_msgs", "builtin_interfaces",
                             "visualization_msgs", "diagnostic_msgs", "std_srvs", "lifecycle_msgs"):
                     raise ImportError(f"blocked for this test: {{name}}")

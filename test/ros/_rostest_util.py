@@ -162,7 +162,7 @@ class NodeProcesses:
         if ns.strip("/"):
             cmd += ["-r", f"__ns:=/{ns.strip('/')}"]
         if parameters:
-            path = self.workdir / f"{name}.params.yaml"
+            path = self.workdir / f"{ns.strip('/').replace('/', '.')}.{name}.params.yaml"
             path.write_text(yaml.safe_dump({"/**": {"ros__parameters": dict(parameters)}}),
                             encoding="utf-8")
             cmd += ["--params-file", str(path)]
@@ -173,17 +173,19 @@ class NodeProcesses:
     def start(self, executable: str, name: str, parameters: Mapping[str, Any] | None = None,
               remappings: Sequence[tuple[str, str]] = (), namespace: str | None = None,
               ros_args: Sequence[str] = ()) -> Proc:
-        if name in self.procs and self.procs[name].returncode is None:
-            raise RuntimeError(f"node {name} is already running")
+        ns = (self.namespace if namespace is None else namespace).strip("/")
+        key = f"{ns}/{name}" if ns else name  # the node's name in the graph, without the "/"
+        if key in self.procs and self.procs[key].returncode is None:
+            raise RuntimeError(f"node {key} is already running")
         cmd = self.command(executable, name, parameters or {}, remappings, namespace,
                            ros_args)
-        log = self.workdir / f"{name}.log"
+        log = self.workdir / f"{key.replace('/', '.')}.log"
         with open(log, "wb") as out:
             popen = subprocess.Popen(cmd, cwd=self.workdir, env=self.env(), stdout=out,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      start_new_session=True, preexec_fn=_die_with_parent)
-        proc = Proc(name, popen, log)
-        self.procs[name] = proc
+        proc = Proc(key, popen, log)
+        self.procs[key] = proc
         return proc
 
     def start_plan(self, plan: Sequence[Any], overrides: Mapping[str, Mapping[str, Any]]
@@ -201,7 +203,8 @@ class NodeProcesses:
         return out
 
     def stop(self, name: str, sig: int = signal.SIGINT, timeout_s: float = 20.0) -> int | None:
-        """Signal one node and wait for it to exit; its exit code (None: it did not exit)."""
+        """Signal one node (``name``: ``ns/node`` or ``node``) and wait for it to exit; its exit
+        code (None: it did not exit)."""
         proc = self.procs[name]
         proc.signal(sig)
         return proc.wait(timeout_s)
@@ -302,7 +305,7 @@ class Probe:
             done.wait(timeout_s)
         finally:
             self.node.destroy_subscription(sub)
-        return got
+        return got[:count]  # callbacks run on several threads: one more may have come in
 
     def publisher(self, typename: str, topic: str, qos_name: str = "reliable") -> Any:
         pub = self.node.create_publisher(ros_type(typename), topic, qos(qos_name))

@@ -137,6 +137,7 @@ PLANNER_TOOLS.update(TASK_TOOLS)  # seed 004: task_status, cancel_task, set_time
 HARNESS_INSTRUCTIONS += TASK_INSTRUCTIONS
 
 FRESH_FRAME_WAIT_S = 0.5  # the longest a wake waits for a frame newer than the last motion
+FIRST_FRAME_WAIT_S = 5.0  # ... and for a camera's first frame (a ROS graph still starting)
 STOP_WAIT_S = 1.0  # after a user stop, the re-plan call waits this long for the stops to land
 ACTIVE_STATUSES = ("running", "paused", "waiting_user")
 SETTLE_S = 0.1  # the robot counts as still after this long without movement
@@ -506,10 +507,15 @@ class Planner:
     def _frames_settling(self, now: float) -> bool:
         """Hold a wake back (at most ``FRESH_FRAME_WAIT_S``) until every camera has a frame
         captured after the robot last moved, so the planner is not shown, and does not point
-        in, an image the harness would refuse as stale."""
+        in, an image the harness would refuse as stale; and (at most ``FIRST_FRAME_WAIT_S``)
+        until every camera has delivered at all."""
         if self._settle_since is None:
             self._settle_since = now
-        if now - self._settle_since >= FRESH_FRAME_WAIT_S:
+        waited = now - self._settle_since
+        if waited < FIRST_FRAME_WAIT_S and any(
+                sub.latest() is None for sub in self._frames.values()):
+            return True  # a camera that has not delivered yet: a graph still coming up
+        if waited >= FRESH_FRAME_WAIT_S:
             self._settle_since = None
             return False
         moved = self.observations.motion.last_moved

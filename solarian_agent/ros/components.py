@@ -421,7 +421,9 @@ def build_skills_core(clock: Clock, cfg: AgentConfig, *, tools: str = "tidy",
         if c not in cams.models:
             cams._subs[c] = bus.subscribe(names.image_topic(c), names.T_IMAGE,
                                           qos=QoS(depth=1), node="skills")
-    trackers = ColorTrackers(bus, overlay_sink=None)
+    # subscribed to the cameras now (as the embedded system does), so the first pick after
+    # start-up finds the newest frame instead of "no frame from camera ... yet"
+    trackers = ColorTrackers(bus, cameras=tuple(cameras), overlay_sink=None)
     executor = SkillExecutor(bus, clock, tool_set(tools),
                              {"arm": arm, "cameras": cams, "trackers": trackers, "robot": None},
                              trackers=trackers)

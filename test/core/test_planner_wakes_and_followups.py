@@ -246,3 +246,31 @@ def test_a_failing_episode_log_never_escapes_the_planner_tick(tmp_path):
     assert h.planner.log_errors > 0
     assert any(e.kind == "harness_error" and "episode log" in e.data["error"] for e in seen)
     assert any(e.kind == "run_ended" for e in seen)  # the events still reach the bus
+
+
+def test_a_task_waits_for_every_camera_to_deliver_its_first_frame():
+    """A ROS graph still coming up: the task arrives before a camera's first frame.  The first
+    turn waits for it (bounded) instead of letting the model observe nothing, and refusal
+    after refusal, burn the turn budget."""
+    from solarian_agent.core.messages import Image
+    from solarian_agent.core.transport import SENSOR_DATA
+
+    h = make_harness([reply("", ("wait", {"seconds": 0.1}))] + [reply("done")] * 5,
+                     config={"cameras": ["cam", "late"]})
+    late = h.bus.publisher(names.image_topic("late"), names.T_IMAGE, SENSOR_DATA)
+    h.say("wait a moment")
+    h.runtime.run_for(1.5)
+    assert h.provider.calls == []  # still waiting for the late camera
+    late.publish(Image(h.robot.frame().data, h.clock.now(), "late", 1))
+    h.runtime.run_for(0.5)
+    assert len(h.provider.calls) >= 1
+
+
+def test_a_camera_that_never_delivers_delays_the_first_turn_only_boundedly():
+    h = make_harness([reply("", ("wait", {"seconds": 0.1}))] + [reply("done")] * 5,
+                     config={"cameras": ["cam", "dead"]})
+    h.say("wait a moment")
+    h.runtime.run_for(4.5)
+    assert h.provider.calls == []
+    h.runtime.run_for(1.0)
+    assert len(h.provider.calls) >= 1

@@ -162,3 +162,19 @@ def test_tool_sets():
     assert "pick_object" in C.tool_names("tidy") and "wait" in C.tool_names("toy")
     with pytest.raises(ConfigError, match="tool_set"):
         C.tool_set("nope")
+
+
+def test_skills_core_trackers_see_the_cameras_from_the_start():
+    """The first pick after start-up was refused ("tracker overhead.target failed to start: no
+    frame from camera 'overhead' yet"): the trackers subscribed to a camera only when first
+    seeded, so the frames that came before were never theirs."""
+    cfg = C.load_config(overrides={"cameras": ["overhead"]})
+    core = C.build_skills_core(SystemClock(), cfg, tools="tidy")
+    frame = np.zeros((48, 64, 3), np.uint8)
+    frame[20:30, 30:40] = (0, 0, 255)
+    pub = core.bus.publisher(names.image_topic("overhead"), names.T_IMAGE)
+    pub.publish(Image(frame, 1.0, "overhead_camera_optical", 1))
+    r = core.bus.call(names.TRACKER_SEED, {"field": "overhead.target", "camera": "overhead",
+                                           "point": (35.0, 25.0)})
+    assert r["ok"], r["reason"]
+    assert r["box"] == (30, 20, 40, 30)

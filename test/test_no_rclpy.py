@@ -5,6 +5,7 @@ import pkgutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import solarian_agent
 
@@ -12,12 +13,14 @@ ROS_ONLY = ("solarian_agent.ros.",)
 ROS_FREE_IN_ROS = {"solarian_agent.ros", "solarian_agent.ros.bag", "solarian_agent.ros.convert",
                    "solarian_agent.ros.interfaces", "solarian_agent.ros.graph",
                    "solarian_agent.ros.components", "solarian_agent.ros.launch_plan",
-                   "solarian_agent.ros.ros_types"}
+                   "solarian_agent.ros.ros_types", "solarian_agent.ros.liveness"}
 
 
 def _modules() -> list[str]:
     out = []
-    for m in pkgutil.walk_packages(solarian_agent.__path__, "solarian_agent."):
+    # the source package only (not the generated interfaces a ROS set-up adds to its path)
+    src = [str(Path(solarian_agent.__file__).parent)]
+    for m in pkgutil.walk_packages(src, "solarian_agent."):
         if m.name.startswith(ROS_ONLY) and m.name not in ROS_FREE_IN_ROS:
             continue
         out.append(m.name)

@@ -110,6 +110,16 @@ class Generation:
 
 
 @dataclass(frozen=True)
+class Heartbeat:
+    """A component says it is alive (the planner, on ``agent/heartbeat``)."""
+
+    stamp: float
+    node: str
+    status: str = ""
+    generation: int = 0
+
+
+@dataclass(frozen=True)
 class OperatorEvent:
     """Anything the operator did: a key, a click, a skill start or stop, teleop."""
 

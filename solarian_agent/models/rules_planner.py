@@ -160,7 +160,10 @@ class RulesPlanner:
             if not at_home:
                 return [("update_plan", {"steps": plan}), ("home", {})]
             summary = "; ".join(f"{_label(o)} in the {d}" for o, d in pairs)
-            return [("finish_task", {"summary": f"done, checked in {view.observation_id}: "
+            # the plan as it ends: home and the final check done, so no step stays pending
+            return [("update_plan", {"steps": self._plan(pairs, remaining, holding,
+                                                         finished=True)}),
+                    ("finish_task", {"summary": f"done, checked in {view.observation_id}: "
                                                 f"{summary}", "success": True})]
         obj, dest = remaining[0]
         if holding:
@@ -196,8 +199,8 @@ class RulesPlanner:
             arm.get("z", 0) - 89) < 15
 
     @staticmethod
-    def _plan(pairs: list[tuple[str, str]], remaining: list[tuple[str, str]], holding: bool
-              ) -> list[dict[str, Any]]:
+    def _plan(pairs: list[tuple[str, str]], remaining: list[tuple[str, str]], holding: bool,
+              finished: bool = False) -> list[dict[str, Any]]:
         steps: list[dict[str, Any]] = []
         for o, d in pairs:
             done = (o, d) not in remaining
@@ -209,8 +212,9 @@ class RulesPlanner:
                           "tool": "place_at", **st})
             steps.append({"description": f"check the {_label(o)} is in the {d}",
                           "tool": "verify_state", "args": {}, **st})
-        steps.append({"description": "go home", "tool": "home", "args": {}})
-        steps.append({"description": "check the table in a fresh image and finish"})
+        end = {"status": "done"} if finished else {}
+        steps.append({"description": "go home", "tool": "home", "args": {}, **end})
+        steps.append({"description": "check the table in a fresh image and finish", **end})
         return steps
 
 

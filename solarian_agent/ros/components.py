@@ -25,7 +25,7 @@ from ..core.config import AgentConfig, load_agent_config
 from ..core.errors import ConfigError
 from ..core.messages import AgentState, CameraInfo, JointCommand, OperatorEvent
 from ..core.transport import LATCHED, Bus, QoS
-from . import graph
+from . import graph, liveness
 
 log = logging.getLogger(__name__)
 
@@ -401,7 +401,9 @@ def tool_names(name: str) -> list[str]:
 
 
 def build_skills_core(clock: Clock, cfg: AgentConfig, *, tools: str = "tidy",
-                      bus: Bus | None = None) -> NodeCore:
+                      bus: Bus | None = None,
+                      planner_timeout_s: float = liveness.DEFAULT_PLANNER_TIMEOUT_S
+                      ) -> NodeCore:
     from ..arm.kinematics import ArmModel
     from ..core.executor import SkillExecutor
     from ..core.skill import TrackerRequest
@@ -443,9 +445,14 @@ def build_skills_core(clock: Clock, cfg: AgentConfig, *, tools: str = "tidy",
         return {"ok": True, "reason": "", "area_fraction": res.area_fraction, "box": res.box}
 
     bus.create_service(names.TRACKER_SEED, graph.T_SEED_TRACKER, seed, node="skills")
+    try:
+        watchdog = liveness.PlannerWatchdog(bus, clock, executor, planner_timeout_s)
+    except ValueError as e:
+        raise ConfigError("planner_timeout_s", str(e)) from e
     period = cfg.control_period_s
 
     def control() -> None:
+        watchdog.tick()  # before the executor's tick: a lost planner's skills stop in this one
         trackers.update()
         executor.tick()
 
@@ -456,7 +463,8 @@ def build_skills_core(clock: Clock, cfg: AgentConfig, *, tools: str = "tidy",
 
     return NodeCore(bus, graph.skills_node(list(executor.tools), cameras),
                     [Loop("control", period, control)], shutdown=shutdown,
-                    parts={"executor": executor, "trackers": trackers, "arm": arm})
+                    parts={"executor": executor, "trackers": trackers, "arm": arm,
+                           "watchdog": watchdog})
 
 
 # ------------------------------------------------------------------------------------------
@@ -626,9 +634,17 @@ def build_planner_core(clock: Clock, cfg: AgentConfig, *, provider: Any = None,
         if publish is not None:  # a late viewer (transient local) sees "idle" at once
             publish()
 
+    beat = liveness.HeartbeatPublisher(bus, clock, "planner",
+                                       lambda: (planner.status, planner.generation))
+
+    def tick() -> None:
+        planner.tick()
+        beat.tick()  # from the planner's own loop: a hung loop stops the beats
+
     return NodeCore(bus, graph.planner_node(list(cfg.cameras), []),
-                    [Loop("planner", cfg.control_period_s, planner.tick)], start=start,
-                    shutdown=shutdown, parts={"planner": planner, "arm": arm})
+                    [Loop("planner", cfg.control_period_s, tick)], start=start,
+                    shutdown=shutdown, parts={"planner": planner, "arm": arm,
+                                              "heartbeat": beat})
 
 
 __all__ = ["ArmCore", "Loop", "NodeCore", "arm_diagnostics", "build_arm_core",

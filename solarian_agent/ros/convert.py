@@ -36,6 +36,7 @@ from ..core.messages import (
     AgentState,
     CameraInfo,
     Generation,
+    Heartbeat,
     Image,
     JointCommand,
     JointState,
@@ -485,6 +486,16 @@ def generation_from_ros(msg: Any) -> Generation:
     return Generation(int(msg.value), str(msg.reason))
 
 
+def heartbeat_to_ros(c: Codec, h: Heartbeat) -> Any:
+    return c.new(names.T_HEARTBEAT, stamp=time_to_ros(c, h.stamp), node=str(h.node),
+                 status=str(h.status), generation=int(h.generation))
+
+
+def heartbeat_from_ros(msg: Any) -> Heartbeat:
+    return Heartbeat(time_from_ros(msg.stamp), str(msg.node), str(msg.status),
+                     int(msg.generation))
+
+
 def operator_event_to_ros(c: Codec, ev: OperatorEvent) -> Any:
     return c.new(names.T_OPERATOR_EVENT, stamp=time_to_ros(c, ev.stamp), kind=str(ev.kind),
                  detail_json=_json_out(dict(ev.detail)))
@@ -733,6 +744,7 @@ TO_ROS: dict[str, ToRos] = {
     names.T_MONITOR_VERDICT: verdict_to_ros,
     names.T_OPERATOR_EVENT: operator_event_to_ros,
     names.T_GENERATION: generation_to_ros,
+    names.T_HEARTBEAT: heartbeat_to_ros,
     T_STRING: string_to_ros,
     T_SIM_TRUTH: lambda c, d: c.new(T_SIM_TRUTH, truth_json=_json_out(d)),
     f"{PKG}/msg/ToolSpec": tool_spec_to_ros,
@@ -787,6 +799,7 @@ FROM_ROS: dict[str, FromRos] = {
     names.T_MONITOR_VERDICT: verdict_from_ros,
     names.T_OPERATOR_EVENT: operator_event_from_ros,
     names.T_GENERATION: generation_from_ros,
+    names.T_HEARTBEAT: heartbeat_from_ros,
     T_STRING: string_from_ros,
     T_SIM_TRUTH: lambda m: _json_in(str(m.truth_json), f"{T_SIM_TRUTH}.truth_json", dict, {}),
     f"{PKG}/msg/ToolSpec": tool_spec_from_ros,

@@ -49,6 +49,12 @@ EXTERNAL_INPUTS: dict[str, str] = {
     names.OPERATOR_EVENTS: "the operator's tools (chat client: /takeover, /stop)",
 }
 
+# topics a node listens to only in case someone publishes them: a graph without their
+# publisher is complete (the skills node without a planner, as replay.launch.py starts it).
+OPTIONAL_INPUTS: dict[str, str] = {
+    names.AGENT_HEARTBEAT: "the planner, when one runs (its watchdog arms on the first beat)",
+}
+
 DEFAULT_SIM_CAMERAS = ("overhead", "wrist")
 
 
@@ -193,6 +199,7 @@ def skills_node(tools: Sequence[str], cameras: Sequence[str]) -> NodeSpec:
         _pub(names.JOINT_COMMANDS, names.T_JOINT_COMMAND, RELIABLE),
         _sub(names.JOINT_STATES, names.T_JOINT_STATE, LATEST),
         _sub(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, OPERATOR_QOS),
+        _sub(names.AGENT_HEARTBEAT, names.T_HEARTBEAT, LATEST),
         *_image_subs(cameras),
     ]
     return NodeSpec(
@@ -200,7 +207,11 @@ def skills_node(tools: Sequence[str], cameras: Sequence[str]) -> NodeSpec:
         description="The skill executor: one action server per tool (skills/<tool>), one goal "
                     "at a time per arm, the generation checked on every goal, cancels honoured "
                     "at the next control tick; the tool catalogue and tracker seeding.",
-        parameters={"tool_set": "tidy (the tidy-up tools) | toy (test tools)"})
+        parameters={"tool_set": "tidy (the tidy-up tools) | toy (test tools)",
+                    "planner_timeout_s": "stop the running skills (the arm holds) when the "
+                                         "planner's agent/heartbeat has been missing this "
+                                         "long (0 = never)",
+                    "service_timeout_s": "the longest a service call waits"})
 
 
 def monitor_node(cameras: Sequence[str]) -> NodeSpec:
@@ -223,6 +234,7 @@ def planner_node(cameras: Sequence[str], tools: Sequence[str]) -> NodeSpec:
         _pub(names.AGENT_EVENTS, names.T_AGENT_EVENT, SKILL_EVENTS_QOS),
         _pub(names.AGENT_VIEW, names.T_IMAGE, LATCHED),
         _pub(names.AGENT_MARKERS, names.T_MARKERS, LATCHED),
+        _pub(names.AGENT_HEARTBEAT, names.T_HEARTBEAT, LATEST),
         *_image_subs(cameras),
         _sub(names.JOINT_STATES, names.T_JOINT_STATE, LATEST),
         _sub(names.SKILL_EVENTS, names.T_AGENT_EVENT, SKILL_EVENTS_QOS),
@@ -292,7 +304,8 @@ def recorded_topics(cameras: Sequence[str], sim: bool) -> list[str]:
     """Every topic the graph publishes (what record:=true writes to the bag)."""
     topics = [names.JOINT_STATES, names.JOINT_COMMANDS, names.SKILL_EVENTS,
               names.EXECUTOR_GENERATION, names.MONITOR_VERDICTS, names.AGENT_STATE,
-              names.AGENT_EVENTS, names.AGENT_VIEW, names.AGENT_MARKERS, names.OPERATOR_EVENTS]
+              names.AGENT_EVENTS, names.AGENT_VIEW, names.AGENT_MARKERS, names.OPERATOR_EVENTS,
+              names.AGENT_HEARTBEAT]
     for c in cameras:
         topics += [names.image_topic(c), names.camera_info_topic(c)]
     topics.append(names.SIM_TRUTH if sim else names.DIAGNOSTICS)
@@ -372,6 +385,8 @@ def check_graph(nodes: Sequence[LaunchedNode], externals: Sequence[NodeSpec] = (
                 ext = next((k for k in EXTERNAL_INPUTS if topic.endswith("/" + k)), None)
                 if ext is not None and expand(ext) in ext_pubs:
                     continue
+                if any(topic.endswith("/" + k) for k in OPTIONAL_INPUTS):
+                    continue
                 problems.append(f"{n.label} subscribes {topic} ({s.type}) but nothing in the "
                                 f"graph publishes it ({rel})")
                 continue
@@ -403,8 +418,8 @@ def check_graph(nodes: Sequence[LaunchedNode], externals: Sequence[NodeSpec] = (
     return problems
 
 
-__all__ = ["EXECUTABLES", "EXTERNAL_INPUTS", "LATCHED", "LATEST", "RELIABLE", "SENSOR_DATA",
-           "Endpoint", "LaunchedNode", "NodeSpec",
+__all__ = ["EXECUTABLES", "EXTERNAL_INPUTS", "LATCHED", "LATEST", "OPTIONAL_INPUTS", "RELIABLE",
+           "SENSOR_DATA", "Endpoint", "LaunchedNode", "NodeSpec",
            "SPEC_BUILDERS", "arm_node", "bag_player", "camera_node", "chat_node", "check_graph",
            "expand", "monitor_node", "planner_node", "qos_problem", "recorded_topics",
            "replay_topics", "resolve", "sim_node", "skills_node"]

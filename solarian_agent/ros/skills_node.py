@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from rclpy.node import Node
 
 from ..core.errors import ConfigError
-from . import common, components
+from . import common, components, liveness
 from .bridge import Bridge
 
 
@@ -26,7 +26,11 @@ def main(args: Sequence[str] | None = None) -> int:
         cfg = common.agent_config(node)
         tools = str(common.declare(node, "tool_set", "tidy", "tidy | toy"))
         timeout = float(common.declare(node, "service_timeout_s", 5.0))
-        core = components.build_skills_core(common.RosClock(node), cfg, tools=tools)
+        planner_timeout = float(common.declare(
+            node, "planner_timeout_s", liveness.DEFAULT_PLANNER_TIMEOUT_S,
+            "stop the running skills when agent/heartbeat is missing this long (0 = never)"))
+        core = components.build_skills_core(common.RosClock(node), cfg, tools=tools,
+                                            planner_timeout_s=planner_timeout)
     except ConfigError as e:
         return common.config_error_exit(node, e)
     bridge = Bridge(node, core.bus, service_timeout_s=timeout)

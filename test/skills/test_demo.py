@@ -62,3 +62,19 @@ def test_demo_records_a_rosbag_with_the_graph_names(tmp_path, capsys):
     assert img.value.data.shape == (480, 640, 3)
     kinds = [m.value.kind for m in read_bag(bag, ["agent/events"])]
     assert "run_started" in kinds and "run_ended" in kinds
+
+
+def test_a_tidied_table_leaves_no_plan_step_pending():
+    """The rules planner's plan ended with its last step ("check the table ... and finish")
+    still pending after a successful run."""
+    from solarian_agent.system import build_sim_system
+
+    s = build_sim_system(seed=7)
+    try:
+        s.planner.message("put the red cup on the tray and the yellow paper in the bin")
+        assert s.run_until(lambda: s.planner.status in ("succeeded", "failed"), 300.0)
+        assert s.planner.status == "succeeded"
+        steps = [(st.description, st.status) for st in s.planner.plan.steps]
+        assert steps and all(status == "done" for _, status in steps), steps
+    finally:
+        s.shutdown()

@@ -90,7 +90,29 @@ def fake_launch(monkeypatch):
     mods["launch_ros.actions"].Node = _Node
     for k, m in mods.items():
         monkeypatch.setitem(sys.modules, k, m)
+    # a full ROS installation: robot_state_publisher, rviz2 and the ros2 command are there
+    monkeypatch.setattr(launch_plan, "has_package", lambda name: True)
+    monkeypatch.setattr(launch_plan, "_require_ros2_cli", lambda what: None)
     return mods
+
+
+def test_without_the_optional_ros_packages_the_plan_still_starts_the_graph(monkeypatch):
+    """Only PyPI's ROS: robot_state_publisher (auto) is left out, asking for it or for rviz is
+    a clear error before anything starts, never a launch that fails half way."""
+    monkeypatch.setattr(launch_plan, "has_package", lambda name: False)
+    share = components.share_dir()
+    plan = launch_plan.sim_plan({}, share)
+    assert {p.executable for p in plan} == {"sim_node", "skills_node", "monitor_node",
+                                             "planner_node"}
+    with pytest.raises(ValueError, match="robot_state_publisher is not installed"):
+        launch_plan.sim_plan({"robot_state_publisher": "true"}, share)
+    with pytest.raises(ValueError, match="rviz2 is not installed"):
+        launch_plan.sim_plan({"rviz": "true"}, share)
+    with pytest.raises(ValueError, match="not one of auto, true, false"):
+        launch_plan.sim_plan({"robot_state_publisher": "maybe"}, share)
+    monkeypatch.setattr(launch_plan.shutil, "which", lambda cmd: None)
+    with pytest.raises(ValueError, match="ros2 command is not installed"):
+        launch_plan.sim_plan({"record": "true"}, share)
 
 
 def run_launch(kind: str, **overrides: str) -> tuple[list[_Node], list[_Process], dict]:
@@ -503,8 +525,30 @@ def test_package_xml_is_ament_cmake_with_the_dependencies():
     for dep in ("rosidl_default_generators", "rclpy", "sensor_msgs", "std_msgs",
                 "builtin_interfaces", "diagnostic_msgs", "visualization_msgs", "std_srvs",
                 "action_msgs", "robot_state_publisher", "launch_ros", "rosbag2_storage_mcap",
-                "launch_testing_ament_cmake"):
+                "ament_cmake_pytest"):
         assert f">{dep}<" in text, dep
+    # the node graph runs on what PyPI serves: no runtime dependency on rosidl_runtime_py
+    assert ">rosidl_runtime_py<" not in text
+
+
+NOT_ON_PYPI = ("rosidl_runtime_py", "ros2cli", "rosbag2_py", "tf2_ros", "cv_bridge",
+               "launch_testing")
+
+
+def test_the_runtime_imports_nothing_pypi_does_not_serve():
+    """Only launch_plan.launch_description (what the launch files call under a full ROS
+    installation) imports launch / launch_ros; nothing imports the rest."""
+    bad = []
+    for path in (ROOT / "solarian_agent").rglob("*.py"):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            m = re.match(r"\s*(?:from|import)\s+([\w.]+)", line)
+            if not m:
+                continue
+            root = m.group(1).split(".")[0]
+            if root in NOT_ON_PYPI or (root in ("launch", "launch_ros")
+                                       and path.name != "launch_plan.py"):
+                bad.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not bad, bad
 
 
 def test_launch_arguments_are_documented():

@@ -10,6 +10,7 @@ the same arguments.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +50,8 @@ COMMON_ARGS = (
     Arg("planner_provider", "", "override agent.planner.provider (rules | anthropic | openai); "
                                 "'' = the config file's"),
     Arg("log_root", "", "episode log directory for the planner ('' = no logs)"),
+    Arg("robot_state_publisher", "auto", "TF from joint_states and the URDF: auto (when "
+                                         "robot_state_publisher is installed) | true | false"),
     Arg("rviz", "false", "start rviz2 with config/agent.rviz"),
     Arg("record", "false", "record every topic the graph publishes to an MCAP bag"),
     Arg("bag", "", "bag directory for record:=true (default: solarian_<time>)"),
@@ -85,6 +88,32 @@ LAUNCH_ARGS = {"sim": SIM_ARGS, "robot": ROBOT_ARGS, "replay": REPLAY_ARGS}
 
 def _true(v: Any) -> bool:
     return str(v).strip().lower() in ("1", "true", "yes", "on")
+
+
+def has_package(name: str) -> bool:
+    """Whether a ROS package is installed (in the ament index)."""
+    try:
+        from ament_index_python.packages import get_package_prefix
+
+        get_package_prefix(name)
+        return True
+    except Exception:  # not installed, or no ament_index_python at all
+        return False
+
+
+def _optional_package(args: Mapping[str, str], arg: str, package: str) -> bool:
+    """An optional part of the graph: ``auto`` starts it when installed, ``true`` requires it
+    (a clear error before anything starts), ``false`` leaves it out."""
+    value = str(args.get(arg, "auto")).strip().lower()
+    if value == "auto":
+        return has_package(package)
+    if _true(value):
+        if not has_package(package):
+            raise ValueError(f"{arg}:={value} but the ROS package {package} is not installed")
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{arg}:={value!r} is not one of auto, true, false")
 
 
 def _config(args: Mapping[str, str], share: Path) -> str:
@@ -128,19 +157,30 @@ def _viewers(args: Mapping[str, str], share: Path, cameras: Sequence[str], sim: 
              ) -> list[Planned]:
     # robot_description is the URDF's text (a str parameter: launch_ros keeps a plain Python
     # str a string; it does not YAML-parse it as it would a substitution's output)
-    out = [Planned(package="robot_state_publisher", executable="robot_state_publisher",
-                   name="robot_state_publisher",
-                   parameters={"robot_description": _urdf(share)})]
+    out = []
+    if _optional_package(args, "robot_state_publisher", "robot_state_publisher"):
+        out.append(Planned(package="robot_state_publisher", executable="robot_state_publisher",
+                           name="robot_state_publisher",
+                           parameters={"robot_description": _urdf(share)}))
     if _true(args.get("rviz", "false")):
+        if not has_package("rviz2"):
+            raise ValueError("rviz:=true but the ROS package rviz2 is not installed")
         out.append(Planned(package="rviz2", executable="rviz2", name="rviz",
                            arguments=["-d", str(share / "config" / "agent.rviz")],
                            remappings=rviz_remappings(args.get("namespace", ""))))
     if _true(args.get("record", "false")):
+        _require_ros2_cli("record:=true")
         bag = args.get("bag") or f"solarian_{time.strftime('%Y%m%d_%H%M%S')}"
         ns = args.get("namespace", "")
         topics = [graph.expand(t, ns) for t in graph.recorded_topics(cameras, sim)]
         out.append(Planned(cmd=["ros2", "bag", "record", "-s", "mcap", "-o", bag, *topics]))
     return out
+
+
+def _require_ros2_cli(what: str) -> None:
+    if shutil.which("ros2") is None:
+        raise ValueError(f"{what} runs `ros2 bag`, and the ros2 command is not installed "
+                         "(rosbag2 is part of a full ROS 2 installation)")
 
 
 def sim_plan(args: Mapping[str, str], share: Path) -> list[Planned]:

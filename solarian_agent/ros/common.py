@@ -185,7 +185,8 @@ class Spinner:
         self.log = node.get_logger()
         self.stop = stop
         self.failed = threading.Event()
-        self.executor = MultiThreadedExecutor(num_threads=num_threads)
+        self.context = node.context
+        self.executor = MultiThreadedExecutor(num_threads=num_threads, context=self.context)
         self.executor.add_node(node)
         self.thread = threading.Thread(target=self._spin, name="executor", daemon=True)
 
@@ -193,7 +194,7 @@ class Spinner:
         try:
             self.executor.spin()
         except Exception as e:
-            if rclpy.ok() and not self.stop.is_set():
+            if self.context.ok() and not self.stop.is_set():
                 self.log.error(f"executor stopped: {type(e).__name__}: {e}")
                 self.failed.set()
             self.stop.set()
@@ -216,27 +217,7 @@ class Spinner:
         try:
             self.node.destroy_node()
         finally:
-            rclpy.try_shutdown()
-
-
-def start_spinning(executor: MultiThreadedExecutor, log: Any, stop: threading.Event,
-                   failed: threading.Event | None = None) -> threading.Thread:
-    """``executor.spin()`` on its own thread (the shape :class:`Spinner` has; kept for the
-    stand-in tests of a failing executor)."""
-
-    def spin() -> None:
-        try:
-            executor.spin()
-        except Exception as e:
-            if rclpy.ok():
-                log.error(f"executor stopped: {type(e).__name__}: {e}")
-                if failed is not None:
-                    failed.set()
-                stop.set()
-
-    t = threading.Thread(target=spin, name="executor", daemon=True)
-    t.start()
-    return t
+            self.context.try_shutdown()
 
 
 def stop_on_signals(stop: threading.Event) -> None:
@@ -306,5 +287,5 @@ def config_error_exit(node: Node, e: Exception) -> int:
 
 
 __all__ = ["LoopRunner", "RosClock", "Spinner", "agent_config", "config_error_exit", "csv",
-           "declare", "init", "run", "share_file", "start_spinning", "start_with_retry",
+           "declare", "init", "run", "share_file", "start_with_retry",
            "stop_on_signals"]

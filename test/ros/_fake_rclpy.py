@@ -1,12 +1,14 @@
-"""A stand-in for the small part of rclpy the bridge uses, for testing the bridge's logic on a
-machine without ROS.  It is not rclpy: it delivers through one in-memory graph, runs callbacks
-on worker threads (like a MultiThreadedExecutor), serializes every message through CDR with
-the rosbags classes, and enforces what rclpy enforces where the bridge depends on it (a goal
-may only end CANCELED after a cancel was accepted; a service reply must be of the response
-type; an accepted cancel moves the goal to CANCELING only after the cancel callback returned,
-and fails if the goal ended in between; an exception out of a callback would stop rclpy's
-executor).  What rclpy would raise inside its executor is collected in ``GRAPH.errors``.  The
-real thing is exercised by the launch tests under colcon test.
+"""A stand-in for the small part of rclpy the bridge uses, kept only for the faults real rclpy
+cannot produce on demand (test_bridge_fake.py): ``cancel_delay_s`` (rclpy applies an accepted
+cancel, CANCELING, only some time after the cancel callback returned, and a goal may end in
+between), ``goal_response_delay_s`` and ``lose_results`` (rclpy's action client can lose or
+delay a response, ros2/rclpy#1123), and an action server removed between a goal and its
+cancel.  It is not rclpy: it delivers through one in-memory graph, runs callbacks on worker
+threads (like a MultiThreadedExecutor), serializes every message through CDR with the rosbags
+classes, and enforces what rclpy enforces where the bridge depends on it (a goal may only end
+CANCELED after a cancel was accepted; a service reply must be of the response type; an
+exception out of a callback would stop rclpy's executor: collected in ``GRAPH.errors``).
+Everything else runs on real rclpy (test_bridge.py, test_common.py, test_graph_*.py).
 """
 
 from __future__ import annotations

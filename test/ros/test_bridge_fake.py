@@ -1,7 +1,9 @@
-"""The bridge's logic between two nodes' private buses, over a stand-in for rclpy
-(test/ros/_fake_rclpy.py: in-memory delivery on worker threads, every message through CDR).
-This checks what the bridge does with goals, cancels, refusals, services, latched topics and
-shutdown; the real rclpy is exercised by the launch tests (test_launch_*.py) under colcon."""
+"""The bridge under faults real rclpy cannot be made to produce on demand, over a stand-in for
+rclpy (test/ros/_fake_rclpy.py: in-memory delivery on worker threads, every message through CDR):
+an accepted cancel that rclpy applies late (so the goal ends in between), an action server that
+vanishes between the goal and its cancel, a goal response that comes late and a result response
+that is lost (ros2/rclpy#1123).  Everything else the bridge does is tested on real rclpy in
+test_bridge.py and the graph tests (test_graph_*.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import _fake_rclpy as fake  # noqa: E402
 
 from solarian_agent.core import names  # noqa: E402
 from solarian_agent.core.clock import SystemClock  # noqa: E402
-from solarian_agent.core.messages import Generation, SkillGoal  # noqa: E402
+from solarian_agent.core.messages import SkillGoal  # noqa: E402
 from solarian_agent.core.transport import Bus, GoalStatus  # noqa: E402
 from solarian_agent.ros import components, graph  # noqa: E402
 from solarian_agent.ros import convert as cv  # noqa: E402
@@ -83,124 +85,22 @@ def _wait(pred, timeout=5.0):
     return pred()
 
 
-def test_catalogue_and_latched_generation_cross_the_graph(bridge_mod):
-    g = Graph(bridge_mod)
-    try:
-        specs = g.bus.call(names.TOOL_CATALOGUE, {})
-        assert {"wait", "spin", "point_at"} <= {d["name"] for d in specs}
-        assert _wait(lambda: isinstance(g.gen.latest(), Generation))
-        assert g.gen.latest().value == 1
-    finally:
-        g.close()
 
 
-def test_goal_succeeds_with_feedback(bridge_mod):
-    g = Graph(bridge_mod)
-    try:
-        h = g.goal("wait", {"seconds": 0.1}, 1, "a1")
-        assert h.status == GoalStatus.ACCEPTED
-        assert h.wait(5.0)
-        assert h.status == GoalStatus.SUCCEEDED and h.result.outcome == "succeeded"
-        assert h.feedback is not None and h.feedback.action_id == "a1"
-    finally:
-        g.close()
 
 
-def test_stale_generation_is_refused_with_its_reason(bridge_mod):
-    g = Graph(bridge_mod)
-    try:
-        assert g.bus.call(names.EXECUTOR_ADVANCE, {"reason": "test", "by": "test"}) == 2
-        h = g.goal("wait", {"seconds": 0.1}, 1, "a2")
-        assert h.wait(5.0)
-        assert h.status == GoalStatus.ABORTED
-        assert h.result.outcome == "refused" and "stale generation 1" in h.result.reason
-        assert _wait(lambda: g.gen.latest().value == 2)
-        bad = g.goal("wait", {"seconds": "x"}, 2, "a3")
-        assert bad.wait(5.0) and "invalid arguments" in bad.result.reason
-    finally:
-        g.close()
 
 
-def test_cancel_stops_the_skill_at_the_next_tick(bridge_mod):
-    g = Graph(bridge_mod)
-    try:
-        h = g.goal("spin", {}, 1, "a4")
-        assert _wait(lambda: h.status == GoalStatus.EXECUTING)
-        ticks = g.ticks
-        assert h.cancel()
-        assert h.wait(5.0)
-        assert h.status == GoalStatus.CANCELED
-        assert h.result.outcome == "stopped" and h.result.reason == "cancel requested"
-        assert g.ticks - ticks <= 2  # the tick after the request ended it
-    finally:
-        g.close()
 
 
-def test_cancel_before_the_server_answered(bridge_mod):
-    g = Graph(bridge_mod)
-    try:
-        h = g.goal("spin", {}, 1, "a5")
-        assert h.cancel()  # the ROS goal handle may not exist yet: cancelled on arrival
-        assert h.wait(5.0) and h.result.outcome == "stopped"
-    finally:
-        g.close()
 
 
-def test_generation_advance_stops_a_running_goal_as_aborted_not_cancelled(bridge_mod):
-    g = Graph(bridge_mod)
-    try:
-        h = g.goal("spin", {}, 1, "a6")
-        assert _wait(lambda: h.status == GoalStatus.EXECUTING)
-        g.bus.call(names.EXECUTOR_ADVANCE, {"reason": "operator takeover", "by": "operator"})
-        assert h.wait(5.0)
-        # no ROS cancel was requested, so the action ends ABORTED, carrying outcome stopped
-        assert h.status == GoalStatus.ABORTED and h.result.outcome == "stopped"
-        assert "operator takeover" in h.result.reason
-    finally:
-        g.close()
 
 
-def test_no_server_is_a_refusal_not_a_hang(bridge_mod):
-    bus = Bus()
-    b = bridge_mod.Bridge(fake.Node("lonely"), bus, cv.rosbags_codec(fake.GRAPH.store),
-                          service_timeout_s=0.2)
-    b.add(graph.planner_node([], ["wait"]).of("action_client")
-          + graph.planner_node([], []).of("client"))
-    h = bus.send_goal(names.skill_action("wait"), SkillGoal("wait", {}, 1, "a7"))
-    assert h.done and "no action server for skills/wait" in h.result.reason
-    from solarian_agent.core.errors import ServiceUnavailableError
-
-    with pytest.raises(ServiceUnavailableError, match="skills/catalogue"):
-        bus.call(names.TOOL_CATALOGUE, {})
 
 
-def test_shutdown_aborts_running_goals_with_a_result(bridge_mod):
-    g = Graph(bridge_mod)
-    h = g.goal("spin", {}, 1, "a8")
-    assert _wait(lambda: h.status == GoalStatus.EXECUTING)
-    # the node's shutdown order: loops, bridge, core
-    g.close()
-    g.sb.close()
-    g.skills.shutdown()
-    assert h.wait(5.0)
-    assert h.status == GoalStatus.ABORTED
-    assert h.result.outcome == "stopped" and "node shutting down" in h.result.reason
-    assert _wait(lambda: g.sb.running_goals == 0)
-    late = g.goal("wait", {"seconds": 0.1}, 2, "a9")
-    assert late.wait(5.0) and late.result.outcome == "refused"
 
 
-def test_service_errors_come_back_as_replies(bridge_mod):
-    bus = Bus()
-    bus.create_service(names.AGENT_MESSAGE, names.T_AGENT_COMMAND,
-                       lambda req: 1 / 0)
-    b = bridge_mod.Bridge(fake.Node("p"), bus, cv.rosbags_codec(fake.GRAPH.store))
-    b.add([e for e in graph.planner_node([], []).endpoints if e.name == names.AGENT_MESSAGE])
-    other = Bus()
-    c = bridge_mod.Bridge(fake.Node("c"), other, cv.rosbags_codec(fake.GRAPH.store))
-    c.add([graph.Endpoint("client", names.AGENT_MESSAGE, names.T_AGENT_COMMAND)])
-    r = other.call(names.AGENT_MESSAGE, {"text": "hi"})
-    assert r["ok"] is False and "ZeroDivisionError" in r["reason"]
 
 
 def _ros_goal_sent(g, h):
@@ -240,22 +140,6 @@ def test_a_goal_ending_while_its_cancel_is_in_flight(bridge_mod):
     assert fake.GRAPH.errors == []
 
 
-def test_a_raising_core_callback_never_reaches_the_executor(bridge_mod):
-    """rclpy's MultiThreadedExecutor re-raises a callback's exception out of spin(): the
-    bridge's callbacks log it instead (here: handing feedback to the planner raises)."""
-    g = Graph(bridge_mod)
-    try:
-        h = g.goal("wait", {"seconds": 0.4}, 1, "c3")
-
-        def bad(_f):
-            raise RuntimeError("planner bug")
-
-        h.publish_feedback = bad
-        assert h.wait(5.0) and h.status == GoalStatus.SUCCEEDED
-        assert fake.GRAPH.errors == []
-        assert any("planner bug" in line for line in g.pb.node.log.lines)
-    finally:
-        g.close()
 
 
 def test_cancel_when_the_server_is_gone_ends_the_goal(bridge_mod):

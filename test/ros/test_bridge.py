@@ -1,0 +1,255 @@
+"""The bridge between two nodes' private buses, on real rclpy (in one process, one context):
+a skills node (toy tools, its control loop on a thread) and a planner-side bus with the
+planner's client endpoints.  Goals, feedback, cancels, refusals, services, the latched
+generation and shutdown cross real rclpy action servers, clients and topics.
+
+What real rclpy cannot be made to do on demand (apply an accepted cancel late, lose or delay an
+action response, lose a server between two calls) stays in test_bridge_fake.py, over the
+stand-in."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from _rostest_util import free_domain, prepare_environment, wait_until
+
+from solarian_agent.core import names
+from solarian_agent.core.clock import SystemClock
+from solarian_agent.core.errors import ServiceUnavailableError
+from solarian_agent.core.messages import Generation, SkillGoal
+from solarian_agent.core.transport import Bus, GoalStatus
+from solarian_agent.ros import components, graph
+
+pytestmark = pytest.mark.usefixtures("real_ros")
+
+
+class _Log:
+    """Stands in for a node's logger, to read what the bridge reported."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def _add(self, text: str, *_a: object, **_k: object) -> None:
+        self.lines.append(str(text))
+
+    info = warning = error = debug = warn = _add
+
+
+class Graph:
+    def __init__(self) -> None:
+        import rclpy
+        from rclpy.executors import MultiThreadedExecutor
+        from rclpy.node import Node
+
+        from solarian_agent.ros.bridge import Bridge
+
+        prepare_environment()
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=free_domain())
+        cfg = components.load_config(overrides={"cameras": ["overhead"]})
+        self.skills = components.build_skills_core(SystemClock(), cfg, tools="toy")
+        self.skills_node = Node("skills", context=self.context)
+        self.sb = Bridge(self.skills_node, self.skills.bus, goal_poll_s=0.002)
+        self.sb.add(self.skills.spec.endpoints)
+        self.bus = Bus()
+        self.planner_node = Node("planner", context=self.context)
+        self.pb = Bridge(self.planner_node, self.bus, service_timeout_s=3.0)
+        self.pb.log = _Log()
+        spec = graph.planner_node(["overhead"], list(self.skills.parts["executor"].tools))
+        self.pb.add([e for e in spec.endpoints if e.kind in ("client", "action_client")
+                     or e.name == names.EXECUTOR_GENERATION])
+        self.gen = self.bus.subscribe(names.EXECUTOR_GENERATION, names.T_GENERATION)
+        self.executor = MultiThreadedExecutor(num_threads=8, context=self.context)
+        self.executor.add_node(self.skills_node)
+        self.executor.add_node(self.planner_node)
+        self.spin = threading.Thread(target=self.executor.spin, daemon=True)
+        self.spin.start()
+        self.stop = threading.Event()
+        self.ticks = 0
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+        assert wait_until(self._servers_ready, 30.0), "the action servers were not discovered"
+
+    def _servers_ready(self) -> bool:
+        from rclpy.action import ActionClient
+
+        return all(c.server_is_ready() for c in self.pb._entities if isinstance(c, ActionClient))
+
+    def _loop(self) -> None:
+        while not self.stop.is_set():
+            self.skills.loops[0].fn()
+            self.ticks += 1
+            self.stop.wait(0.02)
+
+    def stop_loop(self) -> None:
+        self.stop.set()
+        self.thread.join(2)
+
+    def close(self) -> None:
+        self.stop_loop()
+        self.sb.close()
+        self.pb.close()
+        self.skills.shutdown()
+        self.sb.wait_for_goals(2.0)
+        self.executor.shutdown(timeout_sec=2.0)
+        self.spin.join(5.0)
+        for n in (self.skills_node, self.planner_node):
+            n.destroy_node()
+        self.context.try_shutdown()
+
+    def goal(self, tool, params, gen, aid):
+        return self.bus.send_goal(names.skill_action(tool), SkillGoal(tool, params, gen, aid))
+
+
+@pytest.fixture
+def g(real_ros):
+    graph_ = Graph()
+    try:
+        yield graph_
+    finally:
+        graph_.close()
+
+
+def test_catalogue_and_latched_generation_cross_the_graph(g):
+    specs = g.bus.call(names.TOOL_CATALOGUE, {})
+    assert {"wait", "spin", "point_at"} <= {d["name"] for d in specs}
+    assert wait_until(lambda: isinstance(g.gen.latest(), Generation), 10.0)
+    assert g.gen.latest().value == 1
+
+
+def test_goal_succeeds_with_feedback(g):
+    h = g.goal("wait", {"seconds": 0.1}, 1, "a1")
+    assert h.wait(10.0)
+    assert h.status == GoalStatus.SUCCEEDED and h.result.outcome == "succeeded"
+    assert h.feedback is not None and h.feedback.action_id == "a1"
+
+
+def test_stale_generation_and_bad_arguments_are_refused_with_the_reason(g):
+    assert g.bus.call(names.EXECUTOR_ADVANCE, {"reason": "test", "by": "test"}) == 2
+    h = g.goal("wait", {"seconds": 0.1}, 1, "a2")
+    assert h.wait(10.0)
+    assert h.status == GoalStatus.ABORTED
+    assert h.result.outcome == "refused" and "stale generation 1" in h.result.reason
+    assert wait_until(lambda: g.gen.latest() is not None and g.gen.latest().value == 2, 10.0)
+    bad = g.goal("wait", {"seconds": "x"}, 2, "a3")
+    assert bad.wait(10.0) and "invalid arguments" in bad.result.reason
+
+
+def test_cancel_stops_the_skill_at_the_next_tick(g):
+    h = g.goal("spin", {}, 1, "a4")
+    assert wait_until(lambda: h.status == GoalStatus.EXECUTING, 10.0)
+    assert h.cancel()
+    assert h.wait(10.0)
+    assert h.status == GoalStatus.CANCELED
+    assert h.result.outcome == "stopped" and h.result.reason == "cancel requested"
+
+
+def test_cancel_before_the_server_answered(g):
+    h = g.goal("spin", {}, 1, "a5")
+    assert h.cancel()  # the ROS goal handle may not exist yet: cancelled on arrival
+    assert h.wait(10.0) and h.result.outcome == "stopped"
+
+
+def test_generation_advance_stops_a_running_goal_as_aborted_not_cancelled(g):
+    h = g.goal("spin", {}, 1, "a6")
+    assert wait_until(lambda: h.status == GoalStatus.EXECUTING, 10.0)
+    g.bus.call(names.EXECUTOR_ADVANCE, {"reason": "operator takeover", "by": "operator"})
+    assert h.wait(10.0)
+    # no ROS cancel was requested, so the action ends ABORTED, carrying outcome stopped
+    assert h.status == GoalStatus.ABORTED and h.result.outcome == "stopped"
+    assert "operator takeover" in h.result.reason
+
+
+def test_shutdown_aborts_running_goals_with_a_result(g):
+    h = g.goal("spin", {}, 1, "a8")
+    assert wait_until(lambda: h.status == GoalStatus.EXECUTING, 10.0)
+    g.stop_loop()  # the node's shutdown order: loops, bridge, core
+    g.sb.close()
+    g.skills.shutdown()
+    assert h.wait(10.0)
+    assert h.status == GoalStatus.ABORTED
+    assert h.result.outcome == "stopped" and "node shutting down" in h.result.reason
+    assert wait_until(lambda: g.sb.running_goals == 0, 5.0)
+    late = g.goal("wait", {"seconds": 0.1}, 2, "a9")
+    assert late.wait(10.0) and late.result.outcome == "refused"
+
+
+def test_a_raising_core_callback_never_reaches_the_executor(g):
+    """rclpy's MultiThreadedExecutor re-raises a callback's exception out of spin(): the
+    bridge's callbacks log it instead (here: handing feedback to the planner raises), and the
+    executor goes on serving."""
+    h = g.goal("wait", {"seconds": 0.4}, 1, "c3")
+
+    def bad(_f):
+        raise RuntimeError("planner bug")
+
+    h.publish_feedback = bad
+    assert h.wait(10.0) and h.status == GoalStatus.SUCCEEDED
+    assert any("planner bug" in line for line in g.pb.log.lines)
+    assert g.spin.is_alive()
+    again = g.goal("wait", {"seconds": 0.05}, 1, "c3b")
+    assert again.wait(10.0) and again.status == GoalStatus.SUCCEEDED
+
+
+def test_no_server_is_a_refusal_not_a_hang(real_ros):
+    import rclpy
+    from rclpy.node import Node
+
+    from solarian_agent.ros.bridge import Bridge
+
+    prepare_environment()
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=free_domain())
+    node = Node("lonely", context=ctx)
+    try:
+        bus = Bus()
+        b = Bridge(node, bus, service_timeout_s=0.2)
+        b.add(graph.planner_node([], ["wait"]).of("action_client")
+              + graph.planner_node([], []).of("client"))
+        t0 = time.monotonic()
+        h = bus.send_goal(names.skill_action("wait"), SkillGoal("wait", {}, 1, "a7"))
+        assert h.done and "no action server for skills/wait" in h.result.reason
+        with pytest.raises(ServiceUnavailableError, match="skills/catalogue"):
+            bus.call(names.TOOL_CATALOGUE, {})
+        assert time.monotonic() - t0 < 30.0  # bounded, whatever the machine
+        b.close()
+    finally:
+        node.destroy_node()
+        ctx.try_shutdown()
+
+
+def test_service_errors_come_back_as_replies(real_ros):
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.node import Node
+
+    from solarian_agent.ros.bridge import Bridge
+
+    prepare_environment()
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=free_domain())
+    server, client = Node("p", context=ctx), Node("c", context=ctx)
+    ex = MultiThreadedExecutor(num_threads=4, context=ctx)
+    ex.add_node(server)
+    ex.add_node(client)
+    spin = threading.Thread(target=ex.spin, daemon=True)
+    spin.start()
+    try:
+        bus = Bus()
+        bus.create_service(names.AGENT_MESSAGE, names.T_AGENT_COMMAND, lambda req: 1 / 0)
+        b = Bridge(server, bus)
+        b.add([e for e in graph.planner_node([], []).endpoints
+               if e.name == names.AGENT_MESSAGE])
+        other = Bus()
+        c = Bridge(client, other, service_timeout_s=10.0)
+        c.add([graph.Endpoint("client", names.AGENT_MESSAGE, names.T_AGENT_COMMAND)])
+        r = other.call(names.AGENT_MESSAGE, {"text": "hi"})
+        assert r["ok"] is False and "ZeroDivisionError" in r["reason"]
+    finally:
+        ex.shutdown(timeout_sec=2.0)
+        spin.join(5.0)
+        server.destroy_node()
+        client.destroy_node()
+        ctx.try_shutdown()

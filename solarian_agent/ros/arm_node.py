@@ -32,6 +32,7 @@ class ArmNode(LifecycleNode):  # type: ignore[misc]
         super().__init__("arm")
         self.core_: components.ArmCore | None = None
         self.runner: common.LoopRunner | None = None
+        self._lost_handled = False
         clock = common.RosClock(self)
         nc = components.build_arm_core(
             clock,
@@ -49,9 +50,22 @@ class ArmNode(LifecycleNode):  # type: ignore[misc]
 
     def _start_loop(self) -> None:
         assert self.core_ is not None
+        self._lost_handled = False
         self.runner = common.LoopRunner([Loop("control", self.core_.period_s,
-                                              self.core_.step)], self.get_logger())
+                                              self._control)], self.get_logger())
         self.runner.start()
+
+    def _control(self) -> None:
+        core = self.core_
+        assert core is not None
+        core.step()
+        if core.active and core.bus_lost and not self._lost_handled:
+            # the servos stopped answering while active: the e-stop is latched already; the
+            # lifecycle goes through ErrorProcessing (on_deactivate reports ERROR) so a
+            # lifecycle manager sees the error and the node ends unconfigured, still latched
+            self._lost_handled = True
+            self.get_logger().error("servo bus lost while active: going to the error state")
+            self.trigger_deactivate()
 
     def _stop_loop(self) -> None:
         if self.runner is not None:
@@ -86,6 +100,8 @@ class ArmNode(LifecycleNode):  # type: ignore[misc]
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         assert self.core_ is not None
         self.core_.deactivate()
+        if self.core_.bus_lost:
+            return TransitionCallbackReturn.ERROR  # -> on_error: the safe state
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:

@@ -205,6 +205,9 @@ class ArmCore:
         self._op = bus.publisher(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, graph.RELIABLE,
                                  node)
         self._was_estop = False
+        # an e-stop latched when the bus is closed (cleanup, a lifecycle error) is latched
+        # again on the next configure: only estop_reset releases it
+        self._carried_estop: str | None = None
         bus.create_service(names.ESTOP, names.T_TRIGGER, self._srv_estop, node)
         bus.create_service(names.ESTOP_RESET, names.T_TRIGGER, self._srv_reset, node)
         bus.create_service(graph.SET_TORQUE, graph.T_SET_BOOL, self._srv_torque, node)
@@ -240,6 +243,12 @@ class ArmCore:
                                                  command_timeout_s=self.command_timeout_s,
                                                  estop_action=self.estop_action,
                                                  enable_torque_on_start=False))
+        if self._carried_estop is not None:
+            self.controller.estop(self._carried_estop)
+
+    @property
+    def bus_lost(self) -> bool:
+        return self.controller is not None and bool(self.controller.bus_lost)
 
     def activate(self) -> None:
         if self.controller is None:
@@ -254,6 +263,8 @@ class ArmCore:
 
     def cleanup(self) -> None:
         self.active = False
+        if self.controller is not None and self.controller.latch.tripped:
+            self._carried_estop = str(self.controller.latch.reason or "e-stop")
         arm, self.arm, self.controller = self.arm, None, None
         if arm is not None:
             try:
@@ -317,6 +328,8 @@ class ArmCore:
         if self.controller is None:
             return {"success": False, "message": "arm is not configured"}
         was = self.controller.reset_estop()
+        if was:
+            self._carried_estop = None
         return {"success": bool(was), "message": "e-stop released" if was
                 else "the e-stop was not latched"}
 

@@ -263,6 +263,12 @@ class ArmController:
             base.update(self._target or {})
             return base
 
+    @property
+    def bus_lost(self) -> bool:
+        """The servo bus stopped answering: ``max_consecutive_faults`` failed reads in a row
+        (the e-stop tripped on the last of them)."""
+        return self._consecutive_faults >= self.config.max_consecutive_faults
+
     def positions(self) -> dict[str, float]:
         """The last measured positions ({} before the first good read)."""
         r = self.latest

@@ -31,6 +31,7 @@ import os
 import select
 import threading
 import tty
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -39,6 +40,7 @@ from solarian_agent.hw.feetech import protocol as P
 from solarian_agent.hw.feetech.protocol import STS3215, Instruction
 
 FAULT_KINDS = ("no_answer", "checksum", "truncated", "garbage", "delay")
+MAX_FRAMES_KEPT = 100_000  # about 15 minutes of a 50 Hz control loop
 
 
 @dataclass
@@ -140,7 +142,9 @@ class SimulatedBus:
             self.servos[i] = SimServo(i, position=float(pos))
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
-        self._frames: list[bytes] = []
+        # what the host sent, newest last; bounded, so a simulated arm left running for hours
+        # (robot.launch.py simulated_bus:=true) does not grow without end
+        self._frames: deque[bytes] = deque(maxlen=MAX_FRAMES_KEPT)
         self.host_checksum_errors = 0
         self.errors: list[str] = []
         self._stop = threading.Event()
@@ -228,7 +232,7 @@ class SimulatedBus:
 
     def wait_until(self, pred: Callable[[list[bytes]], bool], timeout: float = 1.0) -> bool:
         with self._cond:
-            return self._cond.wait_for(lambda: pred(self._frames), timeout)
+            return self._cond.wait_for(lambda: pred(list(self._frames)), timeout)
 
     def goal_writes(self) -> list[tuple[int, int]]:
         """(servo id, raw goal) for every goal-position value the host put on the wire, from

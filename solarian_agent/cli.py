@@ -1,5 +1,5 @@
 """``solarian-agent``: demo | bench | chat | eval-monitor | label-ticks | view-episode |
-attach-logs.  Subcommands import their modules lazily, so ``--help`` is instant."""
+attach-logs | launch.  Subcommands import their modules lazily, so ``--help`` is instant."""
 
 from __future__ import annotations
 
@@ -52,6 +52,8 @@ COMMANDS = {
                      "write an HTML viewer for an episode"),
     "attach-logs": (_lazy("solarian_agent.ui.attach_logs", "main_attach_logs"),
                     "copy controller logs in beside a robot recording"),
+    "launch": (_lazy("solarian_agent.ros.launcher", "main_launch"),
+               "start a launch file's nodes without ros2 launch (ROS 2 from PyPI)"),
 }
 
 

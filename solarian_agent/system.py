@@ -21,6 +21,7 @@ from .core.runtime import Runtime
 from .core.skill import Tool
 from .core.transport import Bus
 from .models.base import ModelConfigError, ModelProvider
+from .perception.observe_scene import planner_vision
 from .perception.tracker import ColorTrackers
 from .sim.component import SimRates, SimWorldComponent
 from .sim.faults import FaultConfig, FaultInjector
@@ -139,9 +140,11 @@ def build_sim_system(
     provider = planner or build_planner_provider(cfg, planner_name)
     offline = provider.name in OFFLINE_PLANNERS
     register_run_secrets(cfg, None if offline else provider.name)
+    vision_backend, scene_observer = planner_vision(bus, clock, cfg)
     pl = Planner(bus, clock, cfg, provider, recorder=recorder,
                  caller=caller or (InlineCaller() if offline else ThreadCaller()),
-                 readings=arm.readings, image_overlays=[trackers.overlay])
+                 readings=arm.readings, image_overlays=[trackers.overlay],
+                 vision_backend=vision_backend, scene_observer=scene_observer)
 
     def overlay(camera: str, fld: str, rec: dict[str, Any]) -> None:
         if pl.log is not None:

@@ -597,6 +597,7 @@ def build_planner_core(clock: Clock, cfg: AgentConfig, *, provider: Any = None,
                        planner_name: str | None = None) -> NodeCore:
     from ..arm.kinematics import ArmModel
     from ..core.planner import InlineCaller, Planner, ThreadCaller
+    from ..perception.observe_scene import planner_vision
     from ..sim.render import Renderer
     from ..skills.ports import ArmPort
     from ..system import OFFLINE_PLANNERS, build_planner_provider
@@ -611,9 +612,11 @@ def build_planner_core(clock: Clock, cfg: AgentConfig, *, provider: Any = None,
         from ..core.episode_log import Recorder
 
         recorder = Recorder(Path(log_root), clock, "ros")
+    vision_backend, scene_observer = planner_vision(bus, clock, cfg)
     planner = Planner(bus, clock, cfg, prov, recorder=recorder,
                       caller=InlineCaller() if offline else ThreadCaller(),
-                      readings=arm.readings)
+                      readings=arm.readings, vision_backend=vision_backend,
+                      scene_observer=scene_observer)
     if not bus.has_service(names.OBSERVE_SCENE):
         bus.create_service(names.OBSERVE_SCENE, names.T_OBSERVE_SCENE,
                            lambda req: {"ok": False, "error": NO_VISION,
@@ -643,7 +646,7 @@ def build_planner_core(clock: Clock, cfg: AgentConfig, *, provider: Any = None,
             recorder.close()
 
     def start() -> None:
-        publish = getattr(planner, "_publish_state", None)
+        publish = getattr(planner, "publish_state", None)
         if publish is not None:  # a late viewer (transient local) sees "idle" at once
             publish()
 

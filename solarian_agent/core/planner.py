@@ -47,7 +47,6 @@ from .clock import Clock
 from .config import AgentConfig
 from .episode_log import EpisodeLog, Recorder
 from .events import Event, EventQueue
-from .executor import tool_schema
 from .messages import (
     AgentEvent,
     AgentState,
@@ -76,9 +75,10 @@ from .planner_tools import (
     spec_from_dict,
 )
 from .planner_turns import TurnCycle
-from .routing import Router, build_router
+from .routing import Router
 from .skill import ToolSpec
 from .timers import Timers
+from .tool_schema import tool_schema
 from .transport import LATCHED, Bus, GoalHandle, QoS
 from .views import ViewManager
 from .vision import VisionBackend
@@ -144,10 +144,11 @@ class Planner:
         self.tool_failures: dict[str, int] = {}
         self.deferred: list[Event] = []
         # seed 004: urgency routing, parallel answers, task progress, timers
-        # rules only, or rules plus the router model agent.events.router names
-        self.router = router if router is not None else build_router(config.events)
+        # rules only, or rules plus the router model agent.events.router names (built where
+        # the system is wired: solarian_agent.system.build_router)
+        self.router = router if router is not None else Router()
         self.timers = Timers(clock, config.events.max_timers)
-        # a wake that holds the plan queue (see _wake): no plan step starts until the next reply
+        # a wake that holds the plan queue (see wake): no plan step starts until the next reply
         self.plan_hold = False
 
         # graph endpoints ----------------------------------------------------------------

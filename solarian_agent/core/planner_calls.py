@@ -16,10 +16,11 @@ from . import images as im
 from . import names
 from .attention import AttentionEpisode, SceneObserverPort
 from .errors import ToolCallRejected
-from .executor import new_action_id, schema_error, validate_params
+from .executor import new_action_id
 from .messages import Image, SkillGoal
 from .planner_tools import PLANNER_TOOLS, ActionInfo, PendingStart, Turn, tool_msg
 from .routing import TASK_TOOLS
+from .tool_schema import schema_error, validate_params
 from .transport import GoalStatus
 from .views import PreparedViews, ViewManager
 

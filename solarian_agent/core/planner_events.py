@@ -79,7 +79,7 @@ class EventHandlers:
             ftool, decision = followup
             new_id = self.p.calls.send_goal(ftool, {}, by_harness=True)
             if not new_id:
-                # _send_goal told why; the queue waits for the planner instead of going on
+                # send_goal told why; the queue waits for the planner instead of going on
                 # as if the step that always follows had run
                 self.p.wake(f"follow-up {ftool} could not start", hold=True)
             if new_id and decision == "finish":

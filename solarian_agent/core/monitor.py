@@ -206,6 +206,7 @@ class MonitorEngine:
         if catalogue is not None:
             self._load(catalogue)
 
+    # start-up --------------------------------------------------------------------------------
     def _load(self, catalogue: Sequence[Mapping[str, Any]]) -> None:
         self.questions = check_catalogue(catalogue)
         self.tools = set(self.questions)
@@ -216,6 +217,7 @@ class MonitorEngine:
         if self.questions is None:
             self._load(self.bus.call(names.TOOL_CATALOGUE, {}, timeout_s=5.0))
 
+    # inputs (any thread): only queue -----------------------------------------------------------
     def _on_skill_event(self, ev: AgentEvent) -> None:
         if ev.kind not in ("skill_started", "skill_ended"):
             return
@@ -228,6 +230,7 @@ class MonitorEngine:
         with self._lock:
             self._inbox.append((ev.kind, dict(ev.data), self.clock.now(), frames))
 
+    # the tick: scheduling --------------------------------------------------------------------
     def tick(self) -> None:
         """Handle what arrived, poll the calls in flight and, when due, run a monitor tick.
         Never raises."""
@@ -341,6 +344,7 @@ class MonitorEngine:
             return
         self.tick_calls.submit(act, active, elapsed, now)
 
+    # output ----------------------------------------------------------------------------------
     def log_event(self, kind: str, **data: Any) -> None:
         log = self.log_fn()
         if log is not None:

@@ -85,6 +85,13 @@ from .vision import VisionBackend
 
 
 class Planner:
+    """The coordinator: the run's state (status, task, generation, plan, actions, news,
+    conversation, the turn in flight), the graph endpoints and the tick.  Inputs from any
+    thread are only queued; everything is handled in :meth:`tick` by the parts built in
+    ``__init__`` (``routing``, ``handlers``, ``runs``, ``cycle``, ``calls``, ``task_tools``).
+    ``vision_backend`` describes views for a planner that reads no images; ``scene_observer``
+    serves ``observe_scene``; ``router`` routes events (rules only when None)."""
+
     def __init__(
         self,
         bus: Bus,
@@ -210,6 +217,7 @@ class Planner:
         self.monitor_notes: dict[tuple[str, str], MonitorVerdict] = {}
         self.publish_state()  # a late viewer sees the idle planner
 
+    # tools --------------------------------------------------------------------------------
     def _latest_frame(self, camera: str) -> Image | None:
         sub = self.frames.get(camera)
         return sub.latest() if sub is not None else None
@@ -230,6 +238,7 @@ class Planner:
             defs.append(ToolDef(spec.name, describe_tool(spec), tool_schema(spec)))
         return defs
 
+    # inputs (any thread): only queue, never act -------------------------------------------
     def message(self, text: str, by: str = "user") -> dict[str, Any]:
         text = text.strip()
         if not text:
@@ -282,6 +291,7 @@ class Planner:
                                                                      "goal": handle.goal},
                                   "queue", "action_ended", self.clock.now()))
 
+    # the loop -----------------------------------------------------------------------------
     def tick(self) -> None:
         """Handle what arrived, poll the model call, start the next call if woken.  Never
         raises: an internal error is logged and ends the run cleanly."""
@@ -322,6 +332,7 @@ class Planner:
             self.routing.urgent = False
             self.cycle.start_model_call()
 
+    # what every part uses ------------------------------------------------------------------
     def wake(self, reason: str, hold: bool = False) -> None:
         """Wake the planner.  ``hold``: a failure, timeout, stop, monitor flag, the user or the
         operator woke it, so the plan queue waits for its reply (seed 003) and no step starts

@@ -12,16 +12,22 @@ from pathlib import Path
 from typing import Any
 
 from .arm.kinematics import ArmModel
+from .core import monitor as core_monitor
 from .core.clock import Clock, FakeClock, SystemClock
 from .core.config import AgentConfig, load_agent_config
 from .core.episode_log import Recorder, register_secret, slug
 from .core.executor import SkillExecutor
+from .core.monitor import MonitorEngine
 from .core.planner import InlineCaller, ModelCaller, Planner, ThreadCaller
+from .core.routing import Router
 from .core.runtime import Runtime
 from .core.skill import Tool
 from .core.transport import Bus
+from .core.vision import VisionBackend
 from .models.base import ModelConfigError, ModelProvider
+from .perception.observe_scene import planner_vision
 from .perception.tracker import ColorTrackers
+from .perception.vision import build_monitor_backend
 from .sim.component import SimRates, SimWorldComponent
 from .sim.faults import FaultConfig, FaultInjector
 from .sim.render import Renderer, VisualStyle
@@ -75,6 +81,30 @@ def build_planner_provider(cfg: AgentConfig, name: str | None = None) -> ModelPr
         raise ModelConfigError(f"planner provider {provider!r} needs the model SDKs: {e}") from e
     pcfg = replace(cfg.planner, provider=provider)
     return build_provider(pcfg, purpose="planner")
+
+
+def build_router(events: Any) -> Router:
+    """The planner's event router from ``agent.events``: rules only, or rules plus the
+    configured router model (built through the model factory; needs the provider's key in the
+    environment)."""
+    endpoint = getattr(events, "router", None)
+    if endpoint is None:
+        return Router()
+    from .models.factory import build_provider
+
+    return Router(model=build_provider(endpoint, purpose="router"),
+                  timeout_s=float(endpoint.timeout_s), max_tokens=min(endpoint.max_tokens, 400))
+
+
+def build_monitor(*, bus: Bus, clock: Clock, config: AgentConfig,
+                  backend: VisionBackend | None = None, **kw: Any) -> MonitorEngine | None:
+    """:func:`solarian_agent.core.monitor.build_monitor` with the vision backend
+    ``agent.monitor.provider`` names (``backend`` given: that one).  None when ``monitor`` is
+    null; raises ConfigError / ModelConfigError / MonitorConfigError."""
+    if backend is None and config.monitor is not None:
+        backend = build_monitor_backend(config.monitor)
+    return core_monitor.build_monitor(bus=bus, clock=clock, config=config, backend=backend,
+                                      **kw)
 
 
 @dataclass
@@ -139,9 +169,12 @@ def build_sim_system(
     provider = planner or build_planner_provider(cfg, planner_name)
     offline = provider.name in OFFLINE_PLANNERS
     register_run_secrets(cfg, None if offline else provider.name)
+    vision_backend, scene_observer = planner_vision(bus, clock, cfg)
     pl = Planner(bus, clock, cfg, provider, recorder=recorder,
                  caller=caller or (InlineCaller() if offline else ThreadCaller()),
-                 readings=arm.readings, image_overlays=[trackers.overlay])
+                 readings=arm.readings, image_overlays=[trackers.overlay],
+                 router=build_router(cfg.events), vision_backend=vision_backend,
+                 scene_observer=scene_observer)
 
     def overlay(camera: str, fld: str, rec: dict[str, Any]) -> None:
         if pl.log is not None:
@@ -164,19 +197,10 @@ def build_sim_system(
 
 def _build_monitor(bus: Bus, clock: Clock, cfg: AgentConfig, arm: ArmPort,
                    trackers: ColorTrackers, planner: Planner) -> Any:
-    """The monitor engine with its vision backend and the stall tripwire (None when the
-    monitor component is not available in this build)."""
-    try:
-        from .core import monitor as monitor_mod
-    except ImportError:
-        log.warning("monitor engine not available; running without a monitor")
-        return None
-    builder = getattr(monitor_mod, "build_monitor", None)
-    if builder is None:
-        return None
-    return builder(bus=bus, clock=clock, config=cfg, tripwire=StallTripwire(arm),
-                   trackers=trackers, log_provider=lambda: planner.log,
-                   readings=arm.readings)
+    """The monitor engine with its vision backend and the stall tripwire."""
+    return build_monitor(bus=bus, clock=clock, config=cfg, tripwire=StallTripwire(arm),
+                         trackers=trackers, log_provider=lambda: planner.log,
+                         readings=arm.readings)
 
 
 def register_run_secrets(cfg: AgentConfig, planner_provider: str | None = None,

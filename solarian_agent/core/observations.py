@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..perception import images as im
+from . import images as im
 from .clock import Clock
 from .errors import StaleObservationError, ToolCallRejected
 from .messages import Image, JointState

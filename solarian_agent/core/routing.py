@@ -235,18 +235,6 @@ class Router:
         return RouteDecision("queue", f"{why}; queued", "fallback")
 
 
-def build_router(cfg: Any) -> Router:
-    """A router from ``EventsConfig``: rules only, or rules plus the configured router model
-    (built through the model factory; needs the provider's key in the environment)."""
-    endpoint = getattr(cfg, "router", None)
-    if endpoint is None:
-        return Router()
-    from ..models.factory import build_provider
-
-    return Router(model=build_provider(endpoint, purpose="router"),
-                  timeout_s=float(endpoint.timeout_s), max_tokens=min(endpoint.max_tokens, 400))
-
-
 # ---------------------------------------------------------------------------------------------
 # what the planner is told
 # ---------------------------------------------------------------------------------------------

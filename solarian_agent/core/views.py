@@ -34,12 +34,12 @@ from typing import Any
 import numpy as np
 
 from ..models.base import ImagePart, ModelError, TextPart, ToolDef
-from ..perception import images as im
-from ..perception.vision import FrameForVision, VisionBackend
+from . import images as im
 from .clock import Clock
 from .errors import ToolCallRejected
 from .messages import Image
 from .observations import Observation, ObservationStore, Overlay
+from .vision import FrameForVision, VisionBackend
 
 Part = TextPart | ImagePart
 MAX_KEEP = 8

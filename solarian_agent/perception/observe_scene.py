@@ -34,7 +34,6 @@ otherwise.  For OpenAI backends ``OPENAI_VISION_MODEL`` takes precedence over ``
 
 from __future__ import annotations
 
-import threading
 import time
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -44,9 +43,16 @@ from typing import Any
 import numpy as np
 
 from ..core import names
+from ..core.attention import (
+    ACQUISITIONS,
+    MAX_ACQUISITIONS,
+    AttentionEpisode,
+    ObserveSceneRejected,
+    VisualPerceptionResult,
+)
 from ..core.clock import Clock
 from ..core.config import AgentConfig, ModelEndpointConfig
-from ..core.errors import ConfigError, ToolCallRejected
+from ..core.errors import ConfigError
 from ..core.messages import Image
 from ..core.transport import Bus, QoS, Subscription
 from ..models.base import ModelError, ToolDef
@@ -56,7 +62,6 @@ from .vision import FrameForVision, ModelVisionBackend, VisionBackend
 MAX_FOCUS_CHARS = 300
 MAX_DESCRIPTION_CHARS = 2000
 MAX_FRAME_BYTES = 4 * 1024 * 1024
-MAX_ACQUISITIONS = 2
 TRUNCATION_MARK = " [truncated]"
 
 TOOL_DEF = ToolDef(
@@ -69,14 +74,6 @@ TOOL_DEF = ToolDef(
                               "description": "What to look for (at most 300 characters)."}},
      "required": ["focus"], "additionalProperties": False},
 )
-
-
-class ObserveSceneRejected(ToolCallRejected):
-    """A call refused before or instead of interpretation; ``code`` names the rule."""
-
-    def __init__(self, code: str, reason: str) -> None:
-        self.code = code
-        super().__init__(reason)
 
 
 @dataclass(frozen=True)
@@ -94,36 +91,6 @@ class CameraFrame:
     @property
     def size_bytes(self) -> int:
         return len(self.data)
-
-
-@dataclass(frozen=True)
-class VisualPerceptionResult:
-    """A model-generated interpretation of one frame (never authoritative runtime state)."""
-
-    focus: str
-    description: str
-    truncated: bool
-    observed_at: float  # sampled right after capture, before interpretation (clock seconds)
-    observed_at_wall: str
-    captured_at: float
-    camera: str
-    backend: str
-    model: str
-    latency_s: float
-    frame_bytes: int
-    model_generated: bool = True
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"focus": self.focus, "description": self.description,
-                "truncated": self.truncated, "observed_at": self.observed_at_wall,
-                "camera": self.camera, "backend": self.backend, "model": self.model,
-                "model_generated": True, "latency_s": round(self.latency_s, 4)}
-
-    def text(self) -> str:
-        """The bounded textual projection a turn may carry (marked as a model's reading)."""
-        flag = " (description truncated)" if self.truncated else ""
-        return (f"[observe_scene, model-generated and possibly wrong; observed at "
-                f"{self.observed_at_wall} by {self.camera}{flag}]\n{self.description}")
 
 
 def normalize_focus(focus: Any) -> str:
@@ -152,77 +119,6 @@ def bound_description(text: str) -> tuple[str, bool]:
         return text, False
     keep = MAX_DESCRIPTION_CHARS - len(TRUNCATION_MARK)
     return text[:keep].rstrip() + TRUNCATION_MARK, True
-
-
-# -------------------------------------------------------------------------------------------
-# attention episodes
-# -------------------------------------------------------------------------------------------
-
-ACQUISITIONS = ("inspect_self", "observe_scene")
-
-
-class AttentionEpisode:
-    """The acquisition budget of one attention episode (seed 001).
-
-    Autonomous: at most :data:`MAX_ACQUISITIONS` ordered read-only acquisitions; a rejected
-    attempt consumes its slot; nothing is acquired after the first effect; the same capability
-    twice must ask for materially different information (the same normalized focus is
-    refused).  An operator episode is not limited by slots, only by the single-frame rule.
-    """
-
-    def __init__(self, autonomous: bool = True, max_acquisitions: int = MAX_ACQUISITIONS
-                 ) -> None:
-        self.autonomous = autonomous
-        self.max_acquisitions = max_acquisitions
-        self.attempts: list[tuple[str, str, bool]] = []  # (capability, key, applied)
-        self.effects = 0
-        # begin() (a model worker) and record_effect() (the planner's tick) may run on two
-        # threads; the planner claims slots in call order on its tick (see ``slot=``)
-        self._lock = threading.Lock()
-
-    @property
-    def remaining(self) -> int:
-        if not self.autonomous:
-            return 0 if self.effects else 1_000_000
-        if self.effects:
-            return 0
-        return max(0, self.max_acquisitions - len(self.attempts))
-
-    def offer(self) -> dict[str, Any]:
-        """What a fresh request in this episode is offered."""
-        return {"acquisitions": self.remaining if self.autonomous else
-                (0 if self.effects else None), "effects": True}
-
-    def begin(self, capability: str, key: str = "") -> int:
-        """Claim the next slot (raises :class:`ObserveSceneRejected` when none is left).  The
-        slot stays consumed whether the acquisition succeeds or is rejected."""
-        if capability not in ACQUISITIONS:
-            raise ValueError(f"not an acquisition: {capability!r}")
-        with self._lock:
-            return self._begin(capability, key)
-
-    def _begin(self, capability: str, key: str) -> int:
-        if self.effects:
-            raise ObserveSceneRejected("after_effect", "no acquisition is possible after the "
-                                                       "episode's first effect")
-        if self.autonomous and len(self.attempts) >= self.max_acquisitions:
-            raise ObserveSceneRejected("acquisitions_exhausted",
-                                       f"this attention episode already used its "
-                                       f"{self.max_acquisitions} acquisitions")
-        self.attempts.append((capability, key, False))
-        return len(self.attempts) - 1
-
-    def same_as_before(self, slot: int) -> bool:
-        cap, key, _ = self.attempts[slot]
-        return any(c == cap and k == key and k for c, k, _ in self.attempts[:slot])
-
-    def applied(self, slot: int) -> None:
-        cap, key, _ = self.attempts[slot]
-        self.attempts[slot] = (cap, key, True)
-
-    def record_effect(self) -> None:
-        with self._lock:
-            self.effects += 1
 
 
 # -------------------------------------------------------------------------------------------
@@ -503,8 +399,25 @@ class SceneObserver:
                 pass
 
 
+def planner_vision(bus: Bus, clock: Clock, cfg: AgentConfig, *, vision: str | None = None,
+                   backend: VisionBackend | None = None
+                   ) -> tuple[VisionBackend | None, SceneObserver | None]:
+    """The planner's vision parts, wired where the system is built: the backend (``backend``,
+    else the one ``runtime.vision`` / ``vision`` names) and, when a vision is configured, the
+    ``observe_scene`` observer on its camera.  A non-none vision needs a camera and a planner:
+    :class:`ConfigError` at start-up otherwise (:func:`effective_vision`)."""
+    name, camera = effective_vision(cfg, vision)
+    if backend is None and name != "none":
+        backend = build_vision_backend(name, cfg)
+    observer = None
+    if backend is not None and camera:
+        observer = SceneObserver.on_bus(bus, clock, backend, camera)
+    return backend, observer
+
+
 __all__ = [
-    "AttentionEpisode", "BusCamera", "CameraFrame", "MAX_DESCRIPTION_CHARS", "MAX_FOCUS_CHARS",
-    "MAX_FRAME_BYTES", "ObserveSceneRejected", "SceneObserver", "TOOL_DEF",
-    "VisualPerceptionResult", "build_vision_backend", "effective_vision", "normalize_focus",
+    "ACQUISITIONS", "AttentionEpisode", "BusCamera", "CameraFrame", "MAX_ACQUISITIONS",
+    "MAX_DESCRIPTION_CHARS", "MAX_FOCUS_CHARS", "MAX_FRAME_BYTES", "ObserveSceneRejected",
+    "SceneObserver", "TOOL_DEF", "VisualPerceptionResult", "build_vision_backend",
+    "effective_vision", "normalize_focus", "planner_vision",
 ]

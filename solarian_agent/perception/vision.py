@@ -1,13 +1,7 @@
-"""The vision backend interface: what answers a monitor tick and what describes one frame.
-
-Two jobs share one interface:
-
-* :meth:`VisionBackend.answer_tick` answers a monitor tick: the skill's questions (a
-  ``predicate`` with the probability that it holds, a ``choice`` with a value and the
-  probability that it is right) about the frames the monitor selected.  Answers are typed JSON
-  (one object per question); a question the backend cannot answer is left out, never guessed.
-* :meth:`VisionBackend.describe` describes one frame for a reader that sees no image (seed 001
-  ``observe_scene``, seed 000 views for a planner that reads no images).
+"""The model-backed vision backend: monitor ticks and frame descriptions over any model
+provider.  The interface it implements (:class:`~solarian_agent.core.vision.VisionBackend`) and
+the question / answer types live in :mod:`solarian_agent.core.vision`, which the core depends
+on; they are re-exported here.
 
 :class:`ModelVisionBackend` does both over any :class:`~solarian_agent.models.base.ModelProvider`:
 the request carries ``response_schema`` (a strict JSON Schema, so ``openai_responses`` /
@@ -25,11 +19,23 @@ import json
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-import numpy as np
-
+from ..core.config import MonitorConfig
+from ..core.errors import ConfigError
+from ..core.vision import (
+    QUESTION_TYPES,
+    Description,
+    FrameForVision,
+    MonitorAnswer,
+    MonitorImage,
+    MonitorQuestion,
+    MonitorTickRequest,
+    TickReply,
+    VisionBackend,
+    predicate_answer,
+    question_from_dict,
+)
 from ..models.base import (
     ImagePart,
     Message,
@@ -38,10 +44,7 @@ from ..models.base import (
     ModelReply,
     ModelRequest,
     TextPart,
-    Usage,
 )
-
-QUESTION_TYPES = ("predicate", "choice")
 
 MONITOR_SYSTEM = """\
 You are the monitor of a robot.  While one of its skills runs you are shown camera frames and \
@@ -70,170 +73,9 @@ in the frame (left/right/top/bottom), what touches what, and the gripper if it i
 plainly what you cannot see or are unsure of.  Plain text, at most about 250 words."""
 
 
-@dataclass(frozen=True)
-class MonitorQuestion:
-    """One monitor question as the backend sees it (rules stay with the monitor)."""
-
-    name: str
-    type: str  # predicate | choice
-    instructions: str = ""
-    choices: tuple[tuple[str, str], ...] = ()  # (value, definition), in declared order
-    camera: str = ""  # the camera the question is about, where the skill names one
-
-    @property
-    def values(self) -> tuple[str, ...]:
-        return tuple(v for v, _ in self.choices) if self.type == "choice" else ("true", "false")
-
-
-@dataclass(frozen=True)
-class MonitorImage:
-    """One image of a tick, exactly as sent.
-
-    ``pixels`` is the BGR array that was encoded into ``data`` (the classical backend reads it
-    without decoding); ``scaling`` maps its pixels to the capture's.  ``mark`` is the target
-    box drawn on it, in its own pixels (None: unmarked).
-    """
-
-    camera: str
-    label: str  # previous | "<age> s ago" | current | reference
-    age_s: float
-    data: bytes = field(repr=False)
-    media_type: str
-    width: int
-    height: int
-    pixels: np.ndarray | None = field(default=None, repr=False, compare=False)
-    close_up: bool = False
-    reference: bool = False
-    mark: tuple[int, int, int, int] | None = None
-    file: str = ""  # the episode-log name of the unmarked image, where one is kept
-    seq: int = 0
-    stamp: float = 0.0
-
-    def caption(self) -> str:
-        what = "close-up" if self.close_up else "view"
-        if self.reference:
-            when = f"reference: when the action started, {self.age_s:.1f} s ago"
-        elif self.label == "previous":
-            when = f"previous, {self.age_s:.1f} s ago"
-        else:
-            when = self.label
-        return f"[{self.camera} {what}, {when}]"
-
-
-@dataclass(frozen=True)
-class MonitorTickRequest:
-    action_id: str
-    tool: str
-    elapsed_s: float
-    questions: tuple[MonitorQuestion, ...]
-    images: tuple[MonitorImage, ...]
-    readings: Mapping[str, Any] = field(default_factory=dict)
-    instructions: str = ""  # monitor.instructions: about this robot, for every skill
-    marked: bool = False
-    reference: bool = False
-
-
-@dataclass(frozen=True)
-class MonitorAnswer:
-    """``value`` is the choice (or ``true``/``false`` for a predicate); ``probability`` is the
-    probability that ``value`` is right.  ``p_true`` keeps a predicate's raw probability."""
-
-    question: str
-    value: str
-    probability: float
-    reason: str = ""
-    p_true: float | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"value": self.value, "probability": round(self.probability, 4)}
-        if self.p_true is not None:
-            d["p_true"] = round(self.p_true, 4)
-        if self.reason:
-            d["reason"] = self.reason
-        return d
-
-
-def predicate_answer(question: str, p_true: float, reason: str = "") -> MonitorAnswer:
-    p = min(1.0, max(0.0, float(p_true)))
-    if p >= 0.5:
-        return MonitorAnswer(question, "true", p, reason, p)
-    return MonitorAnswer(question, "false", 1.0 - p, reason, p)
-
-
-@dataclass(frozen=True)
-class TickReply:
-    answers: dict[str, MonitorAnswer]
-    usage: Usage = Usage()
-    latency_s: float = 0.0
-    model: str = ""
-    text: str = ""  # the raw reply, for the log
-    problems: tuple[str, ...] = ()  # answers left out, and why
-
-
-@dataclass(frozen=True)
-class FrameForVision:
-    """One encoded frame handed to :meth:`VisionBackend.describe` (lives only in memory)."""
-
-    data: bytes = field(repr=False)
-    media_type: str
-    width: int
-    height: int
-    camera: str = ""
-    pixels: np.ndarray | None = field(default=None, repr=False, compare=False)
-
-
-@dataclass(frozen=True)
-class Description:
-    text: str
-    usage: Usage = Usage()
-    latency_s: float = 0.0
-    model: str = ""
-
-
-@runtime_checkable
-class VisionBackend(Protocol):
-    name: str
-    model: str
-
-    def answer_tick(self, request: MonitorTickRequest, *, timeout_s: float) -> TickReply: ...
-
-    def describe(self, frame: FrameForVision, focus: str, *, timeout_s: float
-                 ) -> Description: ...
-
-
 # -------------------------------------------------------------------------------------------
-# questions, schema, parsing
+# schema, parsing (the question and answer types are in :mod:`solarian_agent.core.vision`)
 # -------------------------------------------------------------------------------------------
-
-def question_from_dict(d: Mapping[str, Any]) -> MonitorQuestion:
-    """A skill's question dict (seed 003) as the backend sees it.  Raises ValueError."""
-    name = d.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError("a monitor question needs a non-empty name")
-    qtype = d.get("type", "predicate")
-    if qtype not in QUESTION_TYPES:
-        raise ValueError(f"question {name!r}: type must be predicate or choice, got {qtype!r}")
-    instr = d.get("instructions", "") or ""
-    if not isinstance(instr, str):
-        raise ValueError(f"question {name!r}: instructions must be text")
-    choices: tuple[tuple[str, str], ...] = ()
-    if qtype == "choice":
-        raw = d.get("choices")
-        if isinstance(raw, Mapping):
-            choices = tuple((str(k), str(v or "")) for k, v in raw.items())
-        elif isinstance(raw, Sequence) and not isinstance(raw, str):
-            choices = tuple((str(k), "") for k in raw)
-        if len(choices) < 2:
-            raise ValueError(f"question {name!r}: a choice needs at least two choices")
-        if len({v for v, _ in choices}) != len(choices):
-            raise ValueError(f"question {name!r}: choices repeat a value")
-    elif d.get("choices"):
-        raise ValueError(f"question {name!r}: a predicate has no choices")
-    camera = d.get("camera") or ""
-    if not isinstance(camera, str):
-        raise ValueError(f"question {name!r}: camera must name a camera")
-    return MonitorQuestion(name.strip(), qtype, instr.strip(), choices, camera)
-
 
 def answer_schema(questions: Sequence[MonitorQuestion]) -> dict[str, Any]:
     """A strict JSON Schema (closed objects, every key required) for a tick's answers."""
@@ -412,8 +254,26 @@ class ModelVisionBackend:
                            reply.model or self.model)
 
 
+def build_monitor_backend(config: MonitorConfig) -> VisionBackend:
+    """The vision backend ``monitor.provider`` names: ``cv`` (offline), or an HTTP provider
+    (typed answers over :class:`ModelVisionBackend`).  ``scripted`` is built by tests.  Raises
+    ConfigError / ModelConfigError."""
+    if config.provider == "cv":
+        from .cv_monitor import CvVisionBackend
+
+        return CvVisionBackend()
+    if config.provider == "scripted":
+        raise ConfigError("agent.monitor.provider", "the scripted monitor is built by tests; "
+                                                    "pass backend=")
+    from ..models.factory import build_provider
+
+    return ModelVisionBackend(build_provider(config, purpose="monitor"),
+                              max_tokens=config.max_tokens)
+
+
 __all__ = [
-    "Description", "FrameForVision", "ModelVisionBackend", "MonitorAnswer", "MonitorImage",
-    "MonitorQuestion", "MonitorTickRequest", "TickReply", "VisionBackend", "answer_schema",
-    "extract_json", "parse_answers", "predicate_answer", "question_from_dict",
+    "QUESTION_TYPES", "Description", "FrameForVision", "ModelVisionBackend", "MonitorAnswer",
+    "MonitorImage", "MonitorQuestion", "MonitorTickRequest", "TickReply", "VisionBackend",
+    "answer_schema", "build_monitor_backend", "extract_json", "parse_answers",
+    "predicate_answer", "question_from_dict",
 ]

@@ -490,9 +490,9 @@ def build_monitor_core(clock: Clock, cfg: AgentConfig, *, bus: Bus | None = None
     built, so without ``catalogue`` it is built at ``start`` (after the bridge is up, retried
     by the node until ``skills/catalogue`` answers)."""
     from ..arm.kinematics import ArmModel
-    from ..core import monitor as monitor_mod
     from ..skills.arm_skills import StallTripwire
     from ..skills.ports import ArmPort
+    from ..system import build_monitor
 
     bus = bus or Bus()
     arm = ArmPort(bus, clock, ArmModel.default(), node="monitor")
@@ -506,20 +506,10 @@ def build_monitor_core(clock: Clock, cfg: AgentConfig, *, bus: Bus | None = None
     def build() -> None:
         if parts["monitor"] is not None:
             return
-        builder = getattr(monitor_mod, "build_monitor", None)
-        if builder is not None:
-            parts["monitor"] = builder(
-                bus=bus, clock=clock, config=cfg, tripwire=StallTripwire(arm), trackers=None,
-                log_provider=lambda: None if recorder is None else recorder.current,
-                readings=arm.readings, catalogue=catalogue)
-        else:  # an older core without the factory: the tripwires alone
-            from ..core.config import MonitorConfig
-
-            engine = monitor_mod.MonitorEngine(
-                bus, clock, cfg.monitor or MonitorConfig(), None, cameras=list(cfg.cameras),
-                check_agent_action=StallTripwire(arm))
-            engine.start()
-            parts["monitor"] = engine
+        parts["monitor"] = build_monitor(
+            bus=bus, clock=clock, config=cfg, tripwire=StallTripwire(arm), trackers=None,
+            log_provider=lambda: None if recorder is None else recorder.current,
+            readings=arm.readings, catalogue=catalogue)
         if parts["monitor"] is None:
             log.info("monitor: agent.monitor is null; publishing no verdicts")
 
@@ -597,9 +587,10 @@ def build_planner_core(clock: Clock, cfg: AgentConfig, *, provider: Any = None,
                        planner_name: str | None = None) -> NodeCore:
     from ..arm.kinematics import ArmModel
     from ..core.planner import InlineCaller, Planner, ThreadCaller
+    from ..perception.observe_scene import planner_vision
     from ..sim.render import Renderer
     from ..skills.ports import ArmPort
-    from ..system import OFFLINE_PLANNERS, build_planner_provider
+    from ..system import OFFLINE_PLANNERS, build_planner_provider, build_router
 
     bus = bus or Bus()
     model = ArmModel.default()
@@ -611,9 +602,11 @@ def build_planner_core(clock: Clock, cfg: AgentConfig, *, provider: Any = None,
         from ..core.episode_log import Recorder
 
         recorder = Recorder(Path(log_root), clock, "ros")
+    vision_backend, scene_observer = planner_vision(bus, clock, cfg)
     planner = Planner(bus, clock, cfg, prov, recorder=recorder,
                       caller=InlineCaller() if offline else ThreadCaller(),
-                      readings=arm.readings)
+                      readings=arm.readings, router=build_router(cfg.events),
+                      vision_backend=vision_backend, scene_observer=scene_observer)
     if not bus.has_service(names.OBSERVE_SCENE):
         bus.create_service(names.OBSERVE_SCENE, names.T_OBSERVE_SCENE,
                            lambda req: {"ok": False, "error": NO_VISION,
@@ -643,7 +636,7 @@ def build_planner_core(clock: Clock, cfg: AgentConfig, *, provider: Any = None,
             recorder.close()
 
     def start() -> None:
-        publish = getattr(planner, "_publish_state", None)
+        publish = getattr(planner, "publish_state", None)
         if publish is not None:  # a late viewer (transient local) sees "idle" at once
             publish()
 

@@ -26,6 +26,8 @@ from ..core.runtime import Runtime
 from ..core.skill import Skill, Tool
 from ..core.transport import SENSOR_DATA, Bus, QoS
 from ..models.scripted import ScriptedProvider, ScriptEntry
+from ..perception.observe_scene import planner_vision
+from ..system import build_router
 
 
 class ToyRobot:
@@ -193,8 +195,10 @@ def make_harness(
                                 max_image_side=max_image_side)
     recorder = Recorder(log_root, clock, "0001_test") if log_root is not None else None
     h: Harness
+    vision_backend, scene_observer = planner_vision(bus, clock, cfg, backend=vision_backend)
     planner = Planner(bus, clock, cfg, provider, recorder=recorder,
                       caller=caller or InlineCaller(), vision_backend=vision_backend,
+                      scene_observer=scene_observer, router=build_router(cfg.events),
                       on_agent_idle=lambda: h.idle_calls.append(clock.now()))
     runtime.add("robot", robot.tick)
     runtime.add("executor", lambda dt: executor.tick())

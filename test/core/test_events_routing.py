@@ -24,7 +24,6 @@ from solarian_agent.core.routing import (
     NewsItem,
     RouteContext,
     Router,
-    build_router,
     render_news,
 )
 from solarian_agent.core.skill import Skill, Tool
@@ -32,6 +31,7 @@ from solarian_agent.core.timers import TimerError, Timers
 from solarian_agent.core.transport import QoS
 from solarian_agent.models.base import ModelError, ModelRequest
 from solarian_agent.models.scripted import ScriptedProvider, reply
+from solarian_agent.system import build_router
 from solarian_agent.testing.harness import DEFAULT_TOOLS, make_harness
 
 

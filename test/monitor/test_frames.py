@@ -75,7 +75,7 @@ def test_close_up_is_the_region_at_capture_resolution_and_others_are_resized():
     rig.start()
     rig.tick()
     wrist, over = images_of(rig)
-    frame = rig.engine._frames["wrist"].latest().data
+    frame = rig.engine.frames["wrist"].latest().data
     # pixel-exact: rows 240..432, columns 160..480 of the capture, not resized
     assert wrist.close_up and (wrist.width, wrist.height) == (320, 192)
     assert np.array_equal(wrist.pixels, frame[240:432, 160:480])
@@ -83,7 +83,7 @@ def test_close_up_is_the_region_at_capture_resolution_and_others_are_resized():
     dec = cv2.imdecode(np.frombuffer(wrist.data, np.uint8), cv2.IMREAD_COLOR)
     assert dec.shape == (192, 320, 3)
     assert not over.close_up and (over.width, over.height) == (200, 150)
-    ovf = rig.engine._frames["overhead"].latest().data
+    ovf = rig.engine.frames["overhead"].latest().data
     assert np.array_equal(over.pixels, im.resize_max_side(ovf, 200)[0])
 
 
@@ -95,7 +95,7 @@ def test_monitor_frames_carry_no_overlays():
     rig.start()
     rig.tick()
     (img,) = images_of(rig)
-    assert np.array_equal(img.pixels, rig.engine._frames["cam"].latest().data)
+    assert np.array_equal(img.pixels, rig.engine.frames["cam"].latest().data)
     assert img.mark is None and not rig.backend.requests[-1].marked
 
 
@@ -113,7 +113,7 @@ def test_mark_target_asks_the_port_and_skips_a_target_outside_the_close_up():
     (img,) = images_of(rig)
     assert seen == [("a1", ("cam.target",), "cam", img.seq)]
     assert img.mark is None and not rig.backend.requests[-1].marked
-    assert np.array_equal(img.pixels, rig.engine._frames["cam"].latest().data[120:360, 160:480])
+    assert np.array_equal(img.pixels, rig.engine.frames["cam"].latest().data[120:360, 160:480])
 
 
 def test_mark_geometry_inside_a_close_up():

@@ -200,8 +200,8 @@ def test_bad_questions_are_named():
 
 def test_build_monitor_from_the_agent_config():
     from solarian_agent.core.config import load_agent_config
-    from solarian_agent.core.monitor import build_monitor
     from solarian_agent.perception.cv_monitor import CvVisionBackend
+    from solarian_agent.system import build_monitor
 
     rig = Rig(progress({"do": "finish", "value": "holding"}))
     cfg = load_agent_config({"agent": {"monitor": {

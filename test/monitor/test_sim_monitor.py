@@ -5,11 +5,11 @@ import pytest
 
 from solarian_agent.core import names
 from solarian_agent.core.messages import SkillGoal
-from solarian_agent.core.monitor import build_monitor
 from solarian_agent.perception.cv_monitor import CvVisionBackend
 
 system = pytest.importorskip("solarian_agent.system")
 faults = pytest.importorskip("solarian_agent.sim.faults")
+build_monitor = system.build_monitor
 
 
 def pick(grasp_fail_p):

@@ -1,0 +1,295 @@
+"""The planner's tool calls: each call of a reply validated and answered (``update_plan``,
+``observe``, ``stop_action``, ``ask_user``, ``finish_task``, views, ``observe_scene``), a skill
+tool started as a goal carrying the run's generation (image points mapped to capture pixels),
+and the turn closed once every call is answered.  Plan steps and follow-ups are started here
+too, without the planner.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..models.base import Message, ToolCall
+from . import images as im
+from . import names
+from .attention import AttentionEpisode, SceneObserverPort
+from .errors import ToolCallRejected
+from .executor import new_action_id
+from .messages import Image, SkillGoal
+from .planner_tools import PLANNER_TOOLS, ActionInfo, PendingStart, Turn, tool_msg
+from .routing import TASK_TOOLS
+from .tool_schema import schema_error, validate_params
+from .transport import GoalStatus
+from .views import PreparedViews, ViewManager
+
+if TYPE_CHECKING:
+    from .planner import Planner
+
+
+class ToolCalls:
+    """Dispatches and answers the planner's tool calls.  ``self.p``: the planner."""
+
+    def __init__(self, planner: Planner) -> None:
+        self.p = planner
+        self.finish_after_turn: tuple[bool, str] | None = None
+
+    def srv_observe_scene(self, req: Mapping[str, Any]) -> dict[str, Any]:
+        """``agent/observe_scene`` for an operator (any front end): its own operator attention
+        episode per request.  Runs on the caller's thread (a model call), never on the tick."""
+        focus = req.get("focus") if isinstance(req, Mapping) else None
+        observer = self.p.scene_observer
+        if observer is None:
+            return {"ok": False, "error": "no vision backend is configured", "focus": ""}
+        try:
+            res = observer.handle({"focus": focus}, AttentionEpisode(autonomous=False))
+        except ToolCallRejected as e:
+            return {"ok": False, "error": e.reason, "focus": str(focus or "").strip()}
+        except Exception as e:  # a service never raises into its caller
+            return {"ok": False, "error": f"{type(e).__name__}: {e}",
+                    "focus": str(focus or "").strip()}
+        return {"ok": True, "error": "", "focus": res.focus, "description": res.description,
+                "truncated": res.truncated, "observed_at": res.observed_at}
+
+    def do_call(self, turn: Turn, call: ToolCall) -> None:
+        if call.parse_error:
+            raise ToolCallRejected(f"the arguments of {call.name} were not a JSON object: "
+                                   f"{call.parse_error}")
+        name, args = call.name, dict(call.arguments)
+        if name in PLANNER_TOOLS:
+            err = schema_error(PLANNER_TOOLS[name].parameters, args, name)
+            if err:
+                raise ToolCallRejected(err)
+        if name == "update_plan":
+            for i, st in enumerate(args["steps"], start=1):
+                tool = st.get("tool")
+                if tool is not None and tool not in self.p.specs:
+                    raise ToolCallRejected(f"steps[{i}].tool: unknown tool {tool!r}; tools: "
+                                           f"{', '.join(sorted(self.p.specs))}")
+                if tool is not None and st.get("args") is not None:
+                    spec = self.p.specs[tool]
+                    if not spec.image_points:
+                        e = validate_params(spec, st["args"])
+                        if e:
+                            raise ToolCallRejected(f"steps[{i}]: {e}")
+            self.p.plan.replace(args["steps"])
+            self.p.log_event("plan_changed", plan=self.p.plan.as_list())
+            turn.results[call.id] = tool_msg(call, "plan updated:\n" + self.p.plan.render())
+            self.p.continue_turn = True
+        elif name == "observe":
+            prepared = self.p.views.observe(args.get("cameras") or None)
+            obs = [v.observation for v in prepared.views]
+            if self.p.log is not None:
+                for o in obs:
+                    self.p.log.save_image(o.file_name, o.data)
+            self.p.log_event("observe", observations=[o.id for o in obs],
+                             images=[f"images/{o.file_name}" for o in obs])
+            self.answer_views(turn, call, prepared)
+        elif name == "stop_action":
+            aid = args["action_id"]
+            info = self.p.actions.get(aid)
+            if info is None:
+                raise ToolCallRejected(f"action {aid} is not running (running: "
+                                       f"{', '.join(self.p.actions) or 'none'})")
+            info.handle.cancel()
+            self.p.attention.record_effect()
+            self.p.log_event("stop_action", by="agent", action_id=aid,
+                             reason=args.get("reason", ""))
+            turn.results[call.id] = tool_msg(call, f"stopping {aid}; you will be woken when it "
+                                             "has stopped")
+            turn.ended = True
+        elif name == "ask_user":
+            self.p.status = "waiting_user"
+            self.p.conversation.append({"role": "agent", "text": args["question"]})
+            self.p.log_event("ask_user", question=args["question"])
+            turn.results[call.id] = tool_msg(call, "asked; the run waits for the answer")
+            turn.ended = True
+        elif name == "finish_task":
+            self.p.attention.record_effect()
+            turn.results[call.id] = tool_msg(call, "run ended")
+            turn.ended = True
+            self.finish_after_turn = (bool(args["success"]), str(args["summary"]))
+        elif name in TASK_TOOLS:
+            self.p.task_tools.task_tool(turn, call, name, args)
+        elif name in ViewManager.TOOL_NAMES:
+            self.answer_views(turn, call, self.p.views.prepare(name, args))
+        elif name == "observe_scene" and self.p.scene_observer is not None:
+            observer, episode = self.p.scene_observer, self.p.attention
+            # the slot is claimed here, in call order, before any effect of this reply; the
+            # interpretation (a model call) runs on the worker
+            try:
+                slot = observer.claim(args, episode)
+            except ToolCallRejected as e:
+                raise ToolCallRejected(e.reason) from None
+            turn.futures.append((call, self.p.caller.submit(
+                lambda: observe_scene_msg(observer, episode, call, args, slot))))
+            self.p.continue_turn = True
+        elif name in self.p.specs:
+            self.call_skill(turn, call)
+        else:
+            raise ToolCallRejected(f"unknown tool {name!r}; tools: "
+                                   f"{', '.join(sorted(t.name for t in self.p.tool_defs()))}")
+
+    def answer_views(self, turn: Turn, call: ToolCall, prepared: PreparedViews) -> None:
+        """Views answer at once; for a text-only planner their descriptions (model calls) are
+        made on the worker and the turn waits for them."""
+        if self.p.cycle.needs_describer(prepared):
+            turn.futures.append((call, self.p.caller.submit(
+                lambda: Message("tool", tuple(prepared.render()), (), call.id))))
+        else:
+            turn.results[call.id] = Message("tool", tuple(prepared.render()), (), call.id)
+        self.p.continue_turn = True
+
+    def call_skill(self, turn: Turn, call: ToolCall) -> None:
+        spec = self.p.specs[call.name]
+        args = dict(call.arguments)
+        err = validate_params(spec, args, model_facing=True)
+        if err:
+            raise ToolCallRejected(err)
+        obs_id = str(args.pop("observation_id", ""))
+        watch_for = tuple(args.pop("watch_for", ()) or ())
+        points_view: list[tuple[float, float]] = []
+        for p in spec.image_points:
+            if p in args:
+                points_view.append((float(args[p][0]), float(args[p][1])))
+                cx, cy = self.p.observations.map_point(obs_id, args[p], spec.camera, p)
+                args[p] = [round(cx, 2), round(cy, 2)]
+        if points_view:
+            self.publish_view(obs_id, points_view)
+        if self.p.config.dry_run:
+            self.p.log_event("dry_run_call", tool=call.name, params=args, observation_id=obs_id)
+            turn.results[call.id] = tool_msg(call, f"dry run: {call.name} would start with "
+                                             f"{json.dumps(args)}; nothing was started")
+            self.p.continue_turn = True
+            return
+        action_id = new_action_id()
+        goal = SkillGoal(call.name, args, self.p.generation, action_id, obs_id, watch_for)
+        try:
+            handle = self.p.bus.send_goal(names.skill_action(call.name), goal,
+                                          done_cb=self.p.on_goal_done)
+        except Exception as e:
+            raise ToolCallRejected(f"{call.name} is unavailable: {e}") from e
+        self.p.actions[action_id] = ActionInfo(action_id, call.name, args, self.p.clock.now(),
+                                               handle, bool(spec.monitor or watch_for))
+        # an effect of this attention episode (seed 001): no acquisition after it
+        self.p.attention.record_effect()
+        turn.pending.append(PendingStart(call, handle, action_id, call.name,
+                                         self.p.clock.now()))
+
+    def send_goal(self, tool: str, args: dict[str, Any], *, by_harness: bool,
+                  step_index: int | None = None) -> str:
+        """Start a tool without the planner (plan step or ``then``).  '' if it was refused."""
+        spec = self.p.specs.get(tool)
+        if spec is None:
+            self.p.news.append(f"Could not start {tool!r}: no such tool.")
+            return ""
+        action_id = new_action_id()
+        goal = SkillGoal(tool, args, self.p.generation, action_id)
+        try:
+            handle = self.p.bus.send_goal(names.skill_action(tool), goal,
+                                          done_cb=self.p.on_goal_done)
+        except Exception as e:
+            self.p.news.append(f"Could not start {tool}: {e}")
+            return ""
+        if handle.status == GoalStatus.ABORTED:
+            self.p.news.append(f"Could not start {tool}: {getattr(handle.result, 'reason', '')}")
+            return ""
+        info = ActionInfo(action_id, tool, args, self.p.clock.now(), handle,
+                          bool(spec.monitor), step_index)
+        self.p.actions[action_id] = info
+        if step_index is not None:
+            for s in self.p.plan.steps:
+                if s.index == step_index:
+                    s.status, s.action_id = "running", action_id
+        self.p.log_event("action_started", action_id=action_id, tool=tool, params=args,
+                         by_harness=by_harness)
+        self.p.publish_state()
+        return action_id
+
+    def poll_pending(self, turn: Turn) -> None:
+        now = self.p.clock.now()
+        for ps in list(turn.pending):
+            st = ps.handle.status
+            # the executor sends a "started" feedback when the skill starts: a skill that
+            # started and already ended counts as started; its end is handled as an event
+            if st == GoalStatus.EXECUTING or ps.handle.feedback is not None:
+                turn.pending.remove(ps)
+                turn.started_any = True
+                step = self.p.plan.claim(ps.tool, ps.action_id)
+                if step is not None and ps.action_id in self.p.actions:
+                    self.p.actions[ps.action_id].step = step.index
+                self.p.log_event("action_started", action_id=ps.action_id, tool=ps.tool,
+                                 params=self.p.actions[ps.action_id].params if ps.action_id in
+                                 self.p.actions else {}, step=step.index if step else None)
+                turn.results[ps.call.id] = tool_msg(
+                    ps.call, f"started action {ps.action_id} ({ps.tool}): task id "
+                             f"{ps.action_id}, running in the background with no result yet; "
+                             "its result arrives as its own event. You will be woken when it "
+                             "ends or something needs you")
+            elif st.terminal:
+                turn.pending.remove(ps)
+                self.p.actions.pop(ps.action_id, None)
+                res = ps.handle.result
+                reason = getattr(res, "reason", "") or st.name.lower()
+                turn.results[ps.call.id] = tool_msg(ps.call, reason if reason.startswith(
+                    "refused") else f"refused: {reason}", error=True)
+                self.p.log_event("tool_refused", tool=ps.tool, action_id=ps.action_id,
+                                 reason=reason)
+            elif now - ps.sent_at > 5.0:
+                turn.pending.remove(ps)
+                ps.handle.cancel()
+                turn.results[ps.call.id] = tool_msg(ps.call, "refused: the skill did not "
+                                                    "start within 5 s", error=True)
+        for call, fut in list(turn.futures):
+            if fut.done():
+                turn.futures.remove((call, fut))
+                try:
+                    turn.results[call.id] = fut.result()
+                except Exception as e:
+                    turn.results[call.id] = tool_msg(call, f"failed: {type(e).__name__}: {e}",
+                                                     error=True)
+        if turn.pending or turn.futures:
+            return
+        # every call of the reply is answered: close the turn
+        for cid in turn.call_order:
+            msg = turn.results.get(cid)
+            if msg is not None:
+                self.p.messages.append(msg)
+        self.p.turn = None
+        finish = self.finish_after_turn
+        self.finish_after_turn = None
+        if finish is not None:
+            ok, summary = finish
+            if self.p.actions:
+                self.p.runs.advance_generation("finish_task", "agent")
+            self.p.runs.end_run("succeeded" if ok else "failed", summary)
+            return
+        if turn.started_any or turn.ended or turn.waits:
+            self.p.continue_turn = False
+        else:
+            self.p.continue_turn = True
+        self.p.publish_state()
+
+    def needs_point(self) -> set[str]:
+        return {n for n, s in self.p.specs.items() if s.image_points}
+
+    def publish_view(self, obs_id: str, points: list[tuple[float, float]]) -> None:
+        obs = self.p.observations.get(obs_id)
+        if obs is None:
+            return
+        view = im.draw_points(im.decode(obs.data), points, obs_id)
+        view.setflags(write=False)
+        self.p.view_pub.publish(Image(view, self.p.clock.now(), obs.camera, 0))
+
+
+def observe_scene_msg(observer: SceneObserverPort, episode: AttentionEpisode, call: ToolCall,
+                      args: Mapping[str, Any], slot: int) -> Message:
+    """Runs on the model worker: one frame, one interpretation, bounded text.  The result is
+    model-generated and only ever shown to the planner, never copied into state."""
+    try:
+        return tool_msg(call, observer.handle_claimed(args, episode, slot).text())
+    except ToolCallRejected as e:
+        return tool_msg(call, f"refused: {e.reason}", error=True)
+    except Exception as e:
+        return tool_msg(call, f"observe_scene failed: {type(e).__name__}: {e}", error=True)

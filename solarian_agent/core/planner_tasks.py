@@ -1,0 +1,92 @@
+"""The planner's task and timer tools (seed 004): ``task_status``, ``cancel_task``,
+``set_timer`` and ``cancel_timer``.  Their results say that the task's end or the timer arrives
+as its own event.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..models.base import ToolCall
+from .errors import ToolCallRejected
+from .messages import SkillFeedback
+from .planner_tools import Turn, tool_msg
+from .routing import pct
+from .timers import TimerError
+from .transport import GoalStatus
+
+if TYPE_CHECKING:
+    from .planner import Planner
+
+
+class TaskTools:
+    """Answers the task and timer tools.  ``self.p``: the planner."""
+
+    def __init__(self, planner: Planner) -> None:
+        self.p = planner
+
+    def task_tool(self, turn: Turn, call: ToolCall, name: str, args: dict[str, Any]) -> None:
+        if name == "task_status":
+            turn.results[call.id] = tool_msg(call, self.task_status(str(args["task_id"])))
+        elif name == "cancel_task":
+            aid = str(args["task_id"])
+            info = self.p.actions.get(aid)
+            if info is None:
+                ended = self.p.routing.ended_tasks.get(aid)
+                raise ToolCallRejected(
+                    f"task {aid} already ended ({ended})" if ended else
+                    f"no running task {aid} (running: {', '.join(self.p.actions) or 'none'})")
+            fb = info.handle.feedback
+            at = (f", at {pct(fb.progress)}" if isinstance(fb, SkillFeedback)
+                  and fb.progress >= 0 else "")
+            reason = "cancelled by the planner" + (f": {args['reason']}"
+                                                   if args.get("reason") else "")
+            if not self.p.routing.stop_task(aid, info, reason, by="agent"):
+                raise ToolCallRejected(f"task {aid} could not be cancelled (it may be ending)")
+            turn.results[call.id] = tool_msg(
+                call, f"cancelling task {aid} ({info.tool}{at}): it stops at the next control "
+                      "tick; its end arrives as its own event and you will be woken then")
+            turn.waits = True
+        elif name == "set_timer":
+            try:
+                t = self.p.timers.set(float(args["seconds"]), str(args.get("note", "")),
+                                      bool(args.get("repeat", False)))
+            except TimerError as e:
+                raise ToolCallRejected(str(e)) from e
+            self.p.log_event("timer_set", timer_id=t.timer_id, seconds=t.seconds, note=t.note,
+                             repeat=t.repeat)
+            turn.results[call.id] = tool_msg(
+                call, f"timer {t.timer_id} set: {t.describe(self.p.clock.now())}. It arrives as "
+                      "its own event.")
+            turn.waits = True
+        elif name == "cancel_timer":
+            tid = str(args["timer_id"])
+            gone = self.p.timers.cancel(tid)
+            if gone is None:
+                ids = ", ".join(t.timer_id for t in self.p.timers.active) or "none"
+                raise ToolCallRejected(f"no timer {tid} (set: {ids})")
+            self.p.log_event("timer_cancelled", timer_id=tid)
+            turn.results[call.id] = tool_msg(call, f"timer {tid} cancelled")
+
+    def task_status(self, aid: str) -> str:
+        info = self.p.actions.get(aid)
+        if info is None:
+            ended = self.p.routing.ended_tasks.get(aid)
+            if ended is not None:
+                return f"task {aid}: ended ({ended}); its result was delivered as an event."
+            raise ToolCallRejected(f"no task {aid} (running: "
+                                   f"{', '.join(self.p.actions) or 'none'})")
+        st, fb = info.handle.status, info.handle.feedback
+        if aid in self.p.routing.stopping or st == GoalStatus.CANCELING:
+            state = "stopping"
+        elif st == GoalStatus.ACCEPTED and fb is None:
+            state = "starting"
+        else:
+            state = "running"
+        phase = fb.phase if isinstance(fb, SkillFeedback) else "starting"
+        progress = (pct(fb.progress) if isinstance(fb, SkillFeedback) and fb.progress >= 0
+                    else "unknown")
+        elapsed = self.p.clock.now() - info.started_at
+        return (f"task {aid} ({info.tool}): state {state}, phase {phase}, progress {progress}, "
+                f"{elapsed:.1f} s elapsed. No result yet: it arrives as its own event when the "
+                "task ends.")

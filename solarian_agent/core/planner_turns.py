@@ -1,0 +1,315 @@
+"""The planner's turn cycle: when a woken planner is called, what it is sent (the wake
+message, the context with older images stubbed, the views), the model call on the worker, the
+reply polled from the tick, and the turn file written to the episode log.  A reply that arrives
+after the run's generation changed is discarded unexecuted.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..models.base import (
+    ImagePart,
+    Message,
+    ModelError,
+    ModelReply,
+    ModelRequest,
+    TextPart,
+)
+from .attention import AttentionEpisode
+from .episode_log import EpisodeLog
+from .errors import ToolCallRejected
+from .planner_tools import (
+    FIRST_FRAME_WAIT_S,
+    FRESH_FRAME_WAIT_S,
+    HARNESS_INSTRUCTIONS,
+    SETTLE_S,
+    Turn,
+    tool_msg,
+)
+from .routing import render_news
+from .views import PreparedViews
+
+if TYPE_CHECKING:
+    from .planner import Planner
+
+
+class TurnCycle:
+    """Starts, polls and records the planner's model calls.  ``self.p``: the planner."""
+
+    def __init__(self, planner: Planner) -> None:
+        self.p = planner
+        self.text_only_replies = 0
+        self.settle_since: float | None = None
+        self.turn_cursor: int | None = None  # after run_continued: log only newer messages
+        self.pending_wake: tuple[Message, cf.Future[list[Any]]] | None = None
+        self.prepared_wake: PreparedViews = PreparedViews(planner.views)
+
+    def frames_settling(self, now: float) -> bool:
+        """Hold a wake back (at most ``FRESH_FRAME_WAIT_S``) until every camera has a frame
+        captured after the robot last moved, so the planner is not shown, and does not point
+        in, an image the harness would refuse as stale; and (at most ``FIRST_FRAME_WAIT_S``)
+        until every camera has delivered at all."""
+        if self.settle_since is None:
+            self.settle_since = now
+        waited = now - self.settle_since
+        if waited < FIRST_FRAME_WAIT_S and any(
+                sub.latest() is None for sub in self.p.frames.values()):
+            return True  # a camera that has not delivered yet: a graph still coming up
+        if waited >= FRESH_FRAME_WAIT_S:
+            self.settle_since = None
+            return False
+        moved = self.p.observations.motion.last_moved
+        if now - moved < SETTLE_S:
+            return True  # still moving, or just stopped: the next frame would be stale
+        for sub in self.p.frames.values():
+            f = sub.latest()
+            if f is not None and f.stamp < moved:
+                return True
+        self.settle_since = None
+        return False
+
+    def system_prompt(self) -> str:
+        return (self.p.config.system_prompt.strip() + "\n\n" + HARNESS_INSTRUCTIONS).strip()
+
+    def readings(self) -> dict[str, dict[str, float]]:
+        js = self.p.joints.latest()
+        if self.p.readings_fn is not None:
+            out = self.p.readings_fn(js)
+        elif js is not None:
+            out = {"joints": {n: round(p, 4) for n, p in zip(js.name, js.position,
+                                                              strict=False)}}
+        else:
+            out = {}
+        want = self.p.config.state_fields
+        if want:
+            out = {m: {f: v for f, v in fields.items() if f in want.get(m, [])}
+                   for m, fields in out.items() if m in want}
+        return out
+
+    def wake_message(self) -> Message:
+        reasons = ", ".join(dict.fromkeys(self.p.wake_reasons)) or "continue"
+        lines = [f"[woken: {reasons}]"]
+        if self.p.news:
+            lines.append(render_news(self.p.news))
+        lines.append("Plan:\n" + self.p.plan.render())
+        now = self.p.clock.now()
+        running = [f"{a.action_id} {a.tool} ({now - a.started_at:.1f} s)"
+                   for a in self.p.actions.values()]
+        lines.append("Running: " + (", ".join(running) if running else "nothing"))
+        with self.p.notes_lock:
+            # notes for actions this planner does not track (operator actions, late verdicts)
+            # are dropped here, so the dict never outgrows the running actions
+            for key in [k for k in self.p.monitor_notes if k[0] not in self.p.actions]:
+                del self.p.monitor_notes[key]
+            notes = list(self.p.monitor_notes.values())
+        if notes:
+            lines.append("Monitor (may be wrong; check the newest image): " + "; ".join(
+                f"{v.action_id} {v.tool}: {v.question}={v.value} (p={v.probability:.2f})"
+                for v in notes))
+        readings = self.readings()
+        if readings:
+            lines.append("Readings: " + json.dumps(readings))
+        # a fresh attention episode per wake (seed 001): autonomous unless a user asked
+        self.p.attention = AttentionEpisode(autonomous="message" not in self.p.wake_reasons)
+        self.prepared_wake = self.p.views.capture_for_turn()
+        self.p.news.clear()
+        self.p.wake_reasons.clear()
+        return Message("user", (TextPart("\n".join(lines)),))
+
+    def context(self) -> tuple[Message, ...]:
+        """Messages for the request: older images beyond max_images_in_context become stubs."""
+        keep = self.p.config.max_images_in_context
+        out: list[Message] = []
+        seen = 0
+        for msg in reversed(self.p.messages):
+            parts: list[Any] = []
+            for p in reversed(msg.content):
+                if isinstance(p, ImagePart):
+                    seen += 1
+                    if seen > keep:
+                        parts.append(TextPart(f"[image {p.observation_id} ({p.label}) no longer "
+                                              "shown: older than the newest images]"))
+                        continue
+                parts.append(p)
+            parts.reverse()
+            out.append(Message(msg.role, tuple(parts), msg.tool_calls, msg.tool_call_id,
+                               msg.is_error))
+        out.reverse()
+        # an image past the window is never sent again: the stub replaces it in the kept
+        # conversation too, so its bytes are not held for the life of the process (the
+        # conversation outlives runs until /reset)
+        self.p.messages[:] = out
+        return tuple(out)
+
+    def needs_describer(self, prepared: PreparedViews) -> bool:
+        return bool(prepared.views) and not self.p.provider.reads_images \
+            and self.p.vision_backend is not None
+
+    def poll_wake(self) -> bool:
+        """True while a wake message waits for its views to be described (a model call)."""
+        if self.pending_wake is None:
+            return False
+        msg, fut = self.pending_wake
+        if not fut.done():
+            return True
+        self.pending_wake = None
+        try:
+            parts = list(fut.result())
+        except Exception as e:
+            parts = [TextPart(f"[views could not be described: {type(e).__name__}: {e}]")]
+        self.p.messages.append(Message("user", (*msg.content, *parts)))
+        self.p.continue_turn = True
+        return False
+
+    def start_model_call(self) -> None:
+        if self.p.wake_reasons or self.p.news:
+            msg = self.wake_message()
+            prepared = self.prepared_wake
+            if self.needs_describer(prepared):
+                # a text-only planner: the views are described by the vision model, off the
+                # control path; the call starts when the descriptions are in
+                self.pending_wake = (msg, self.p.caller.submit(prepared.render))
+                return
+            self.p.messages.append(Message("user", (*msg.content, *prepared.render())))
+        self.p.continue_turn = False
+        request = ModelRequest(self.system_prompt(), self.context(),
+                               tuple(self.p.tool_defs()), self.p.config.planner.max_tokens)
+        self.p.turns += 1
+        turn = Turn(self.p.generation, started_at=self.p.clock.now(),
+                    wall_start=time.monotonic(), request=request)
+        turn.turn_file = self.p.log.next_turn_name() if self.p.log is not None else ""
+        timeout = self.p.config.planner.timeout_s
+        provider = self.p.provider
+        self.p.turn = turn
+        turn.future = self.p.caller.submit(lambda: provider.complete(request, timeout_s=timeout))
+
+    def poll_turn(self) -> None:
+        turn = self.p.turn
+        assert turn is not None
+        if turn.future is not None:
+            if not turn.future.done():
+                return
+            fut, turn.future = turn.future, None
+            latency = time.monotonic() - turn.wall_start
+            try:
+                reply = fut.result()
+                error: ModelError | None = None
+            except ModelError as e:
+                reply, error = None, e
+            except Exception as e:
+                reply, error = None, ModelError("server", f"{type(e).__name__}: {e}")
+            if turn.generation != self.p.generation or self.p.status != "running":
+                self.p.log_event(
+                    "planner_reply_discarded", turn=turn.turn_file,
+                    reason="the run's generation changed while the model was thinking")
+                self.p.turn = None
+                return
+            self.record_turn(turn, reply, error, latency)
+            if error is not None:
+                self.p.news.append(f"Your previous call failed ({error.kind}): {error.message}. "
+                                   "Continue.")
+                self.p.turn = None
+                if error.kind in ("auth", "config"):
+                    self.p.runs.end_run("failed", f"planner model unusable: {error}")
+                    return
+                self.p.wake("model_error")
+                return
+            assert reply is not None
+            self.handle_reply(turn, reply)
+            if self.p.turn is not turn:
+                return  # a text-only reply closed the turn itself (and chose to continue or not)
+        self.p.calls.poll_pending(turn)
+
+    def record_turn(self, turn: Turn, reply: ModelReply | None, error: ModelError | None,
+                    latency: float) -> None:
+        if reply is not None:
+            for k, v in reply.usage.as_dict().items():
+                self.p.usage_total[k] = self.p.usage_total.get(k, 0) + v
+        if self.p.log is None or turn.request is None:
+            return
+        payload = {
+            "turn": turn.turn_file, "generation": turn.generation,
+            "input": request_json(turn.request, self.p.log, self.turn_cursor or 0),
+            "output": None if reply is None else {
+                "text": reply.text, "model": reply.model, "stop_reason": reply.stop_reason,
+                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
+                                "parse_error": c.parse_error} for c in reply.tool_calls],
+                "usage": reply.usage.as_dict()},
+            "error": None if error is None else error.as_dict(),
+        }
+        self.p.log.write_turn(turn.turn_file, payload)
+        if self.turn_cursor is not None:
+            self.turn_cursor = len(turn.request.messages)
+        self.p.log_event("planner_turn", turn=turn.turn_file, latency_s=round(latency, 4),
+                         usage=None if reply is None else reply.usage.as_dict(),
+                         model=(reply.model if reply else self.p.provider.model),
+                         text=(reply.text if reply else ""),
+                         tools=[c.name for c in reply.tool_calls] if reply else [],
+                         error=None if error is None else error.as_dict())
+
+    def handle_reply(self, turn: Turn, reply: ModelReply) -> None:
+        self.p.plan_hold = False  # the planner has answered since the user's stop
+        self.p.messages.append(Message("assistant", (TextPart(reply.text),) if reply.text else (),
+                                       reply.tool_calls))
+        if reply.text:
+            self.p.conversation.append({"role": "agent", "text": reply.text})
+        if not reply.tool_calls:
+            self.text_only_replies += 1
+            if self.p.actions or len(self.p.timers):  # it waits for a task's end or a timer
+                self.p.turn = None
+                return
+            if self.text_only_replies >= 2:
+                self.p.status = "waiting_user"
+                self.p.log_event("waiting_user", question=reply.text)
+                self.p.turn = None
+                self.p.publish_state()
+                return
+            self.p.messages.append(Message.user(
+                "Nothing is running. Call a tool, ask_user, or finish_task."))
+            self.p.continue_turn = True
+            self.p.turn = None
+            return
+        self.text_only_replies = 0
+        for call in reply.tool_calls:
+            turn.call_order.append(call.id)
+            if turn.ended:
+                turn.results[call.id] = tool_msg(call, "not executed: an earlier call in this "
+                                                 "reply ended the turn", error=True)
+                continue
+            try:
+                self.p.calls.do_call(turn, call)
+            except ToolCallRejected as e:
+                turn.results[call.id] = tool_msg(call, f"refused: {e.reason}", error=True)
+                self.p.log_event("tool_refused", tool=call.name, reason=e.reason)
+
+
+def request_json(req: ModelRequest, log: EpisodeLog, start: int = 0) -> dict[str, Any]:
+    """A turn file's input: images saved under images/ and named, never inlined.  After a
+    ``run_continued`` only the messages since the previous turn are written (``start``)."""
+    msgs = []
+    for m in req.messages[start:]:
+        content: list[dict[str, Any]] = []
+        for p in m.content:
+            if isinstance(p, ImagePart):
+                ext = "png" if p.media_type == "image/png" else "jpg"
+                name = f"{p.observation_id or 'img'}_{p.label.replace('/', '_')}.{ext}"
+                rel = log.save_image(name, p.data)
+                content.append({"type": "image", "file": rel, "observation_id": p.observation_id,
+                                "size": [p.width, p.height]})
+            else:
+                content.append({"type": "text", "text": p.text})
+        entry: dict[str, Any] = {"role": m.role, "content": content}
+        if m.tool_calls:
+            entry["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                                   for c in m.tool_calls]
+        if m.tool_call_id:
+            entry["tool_call_id"] = m.tool_call_id
+            entry["is_error"] = m.is_error
+        msgs.append(entry)
+    return {"system": req.system, "messages": msgs, "messages_from": start,
+            "tools": [{"name": t.name, "description": t.description,
+                       "parameters": t.parameters} for t in req.tools]}

@@ -333,14 +333,15 @@ def main_chat(argv: Sequence[str] | None = None, *, link: AgentLink | None = Non
         if args.ros:
             try:
                 from ..ros.ui_link import make_ros_link
-            except ImportError as e:
+            except ImportError:
                 try:  # the ROS package's own chat client, until ros.ui_link exists
                     from ..ros.chat import main as ros_chat_main
-                except ImportError:
-                    print(f"chat --ros needs rclpy and solarian_agent.ros.ui_link: {e}",
+
+                    return int(ros_chat_main([]) or 0)
+                except ImportError as e2:  # no rclpy, or the interfaces are not built
+                    print(f"chat --ros needs rclpy and the package's ROS interfaces: {e2}",
                           file=err)
                     return 2
-                return int(ros_chat_main([]) or 0)
             link = make_ros_link()
         else:
             try:

@@ -105,12 +105,19 @@ def test_chat_on_the_embedded_simulated_robot(tmp_path):
     assert "event lines off" in text
 
 
-def test_chat_over_ros_needs_the_ros_link(capsys):
-    try:
-        import solarian_agent.ros.ui_link  # noqa: F401
-    except ImportError:
-        assert main_chat(["--ros"]) == 2
-        assert "chat --ros needs" in capsys.readouterr().err
+def test_chat_over_ros_without_the_ros_interfaces_is_a_clear_error():
+    """Where the package's ROS interfaces are not built (or rclpy is missing), ``chat --ros``
+    says what it needs and exits 2, never a traceback."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, AMENT_PREFIX_PATH="")
+    r = subprocess.run([sys.executable, "-m", "solarian_agent.cli", "chat", "--ros"],
+                       env=env, input="", capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "chat --ros needs rclpy and the package's ROS interfaces" in r.stderr
+    assert "Traceback" not in r.stderr
 
 
 def test_quiet_chat_prints_only_the_conversation():

@@ -141,7 +141,7 @@ def main(args: Sequence[str] | None = None) -> int:
         rclpy.try_shutdown()
         return 2
     log = node.get_logger()
-    spinner = common.Spinner(node, stop, num_threads=4).start()
+    spinner = common.Spinner(node, stop, bridge=node.bridge).start()
     try:
         if autostart and not stop.is_set():
             if node.trigger_configure() == TransitionCallbackReturn.SUCCESS:

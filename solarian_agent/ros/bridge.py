@@ -19,13 +19,17 @@ Each node builds its core component on a private :class:`~solarian_agent.core.tr
                    thread bounds every wait (see :meth:`Bridge._watch_client_goals`)
 =================  =========================================================================
 
-Threading: every ROS callback runs in one ReentrantCallbackGroup on a MultiThreadedExecutor;
-callbacks only convert and hand over (the core's inputs only queue).  No callback lets an
-exception escape: rclpy's MultiThreadedExecutor re-raises a callback's exception out of
-``spin()``, which would stop the node's executor for good.  A skill goal's execute callback
-waits on the core's GoalHandle with a short timeout and re-checks shutdown, never on a ROS
-future.  Every wait has a timeout.  :meth:`Bridge.close` aborts the goals still running with a
-result (outcome ``stopped``, "node shutting down").
+Threading: every ROS callback runs on the node's one executor thread (a SingleThreadedExecutor:
+rclpy's MultiThreadedExecutor rebuilds its wait set two or three times per message, which cost
+three times the CPU of the same traffic on one thread); callbacks only convert and hand over
+(the core's inputs only queue), so none blocks.  The one long callback, a skill goal's execute
+callback, runs on a thread of its own per goal (:class:`ThreadedActionServer`): it waits on the
+core's GoalHandle with a short timeout and re-checks shutdown, never on a ROS future.  A bridged
+service *client* waits for its response, which the executor thread delivers, so it is called
+only from the node's loop threads, never from a callback (refused if it is).  No callback lets
+an exception escape: rclpy re-raises a callback's exception out of ``spin()``, which would stop
+the node's executor for good.  Every wait has a timeout.  :meth:`Bridge.close` aborts the goals
+still running with a result (outcome ``stopped``, "node shutting down").
 
 Cancels (action server): rclpy calls the cancel callback and, once it returned ACCEPT, moves the
 goal to CANCELING.  A goal that reached a terminal state in between makes that transition raise
@@ -63,6 +67,38 @@ RESULT_GRACE_S = 0.3  # see Bridge.wait_for_goals
 _STATUS_SUCCEEDED = 4
 _STATUS_CANCELED = 5
 _TERMINAL = (4, 5, 6)  # SUCCEEDED, CANCELED, ABORTED
+
+
+class ThreadedActionServer(ActionServer):  # type: ignore[misc]
+    """An rclpy ActionServer whose execute callback runs on a thread of its own per goal.
+
+    rclpy schedules ``_execute_goal`` (which awaits the execute callback, then stores the
+    result) as a task of the node's executor; on a single-threaded executor a callback that
+    lasts the whole skill would stall every other callback of the node, and a coroutine would
+    be polled by Jazzy's executor on every wake (a busy loop).  So the same coroutine is driven
+    here on a goal thread instead: with a plain (not async) execute callback it completes in
+    one step; the result response is then sent from the executor, as rclpy does."""
+
+    def __init__(self, node: Node, action_type: Any, name: str, **kw: Any) -> None:
+        super().__init__(node, action_type, name, **kw)
+        self.name = name
+
+    def notify_execute(self, goal_handle: Any, execute_callback: Any) -> None:
+        if execute_callback is None:
+            execute_callback = self._execute_callback
+            if execute_callback is None:
+                return
+        coro = self._execute_goal(execute_callback, goal_handle)
+
+        def run() -> None:
+            try:
+                while True:
+                    coro.send(None)
+                    time.sleep(0.005)  # an async execute callback that awaited: poll it
+            except StopIteration:
+                pass
+
+        threading.Thread(target=run, name=f"goal-{self.name}", daemon=True).start()
 
 
 def ros_qos(q: QoS) -> QoSProfile:
@@ -118,6 +154,7 @@ class Bridge:
         self._entities: list[Any] = []
         self._warned: dict[str, float] = {}
         self._served_any = False  # an action server of this node ended a goal recently
+        self.executor_thread: int | None = None  # set by the node's Spinner
 
     # ---------------------------------------------------------------------------------------
     def add(self, endpoints: Iterable[Endpoint]) -> None:
@@ -209,7 +246,11 @@ class Bridge:
         self._entities.append(client)
 
         def call(request: Any) -> Any:
-            # runs on a node loop thread (planner / monitor tick), never in a ROS callback
+            # runs on a node loop thread (planner / monitor tick), never in a ROS callback:
+            # the response comes through the executor thread, which would be the one waiting
+            if threading.get_ident() == self.executor_thread:
+                raise TransportError(f"service {e.name!r} called from a ROS callback (it "
+                                     "would wait on its own executor); call it from a loop")
             if self.closing.is_set():
                 raise ServiceUnavailableError(f"{e.name}: node shutting down")
             if not client.service_is_ready() and not client.wait_for_service(
@@ -252,7 +293,7 @@ class Bridge:
         def execute_cb(goal_handle: Any) -> Any:
             return self._execute(e, goal_handle)
 
-        server = ActionServer(
+        server = ThreadedActionServer(
             self.node, action_cls, e.name, execute_callback=execute_cb,
             goal_callback=self._guarded(f"goal {e.name}", goal_cb, GoalResponse.REJECT),
             cancel_callback=self._guarded(f"cancel {e.name}", cancel_cb, CancelResponse.REJECT),

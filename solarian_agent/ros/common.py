@@ -17,7 +17,7 @@ from typing import Any
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import Executor, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 
 from ..core.config import AgentConfig
@@ -180,17 +180,25 @@ class Spinner:
     before the node is destroyed: a thread left inside rclpy's wait when the interpreter exits
     aborts the process ("terminate called without an active exception", exit -6)."""
 
-    def __init__(self, node: Node, stop: threading.Event, num_threads: int = 8) -> None:
+    def __init__(self, node: Node, stop: threading.Event, num_threads: int = 1,
+                 bridge: Bridge | None = None) -> None:
+        """``num_threads`` 1: a SingleThreadedExecutor (every node's choice, see
+        :mod:`.bridge` on threading); more: a MultiThreadedExecutor."""
         self.node = node
         self.log = node.get_logger()
         self.stop = stop
         self.failed = threading.Event()
         self.context = node.context
-        self.executor = MultiThreadedExecutor(num_threads=num_threads, context=self.context)
+        self.executor: Executor = (
+            SingleThreadedExecutor(context=self.context) if num_threads <= 1
+            else MultiThreadedExecutor(num_threads=num_threads, context=self.context))
         self.executor.add_node(node)
+        self.bridge = bridge
         self.thread = threading.Thread(target=self._spin, name="executor", daemon=True)
 
     def _spin(self) -> None:
+        if self.bridge is not None:
+            self.bridge.executor_thread = threading.get_ident()
         try:
             self.executor.spin()
         except Exception as e:
@@ -234,7 +242,7 @@ def stop_on_signals(stop: threading.Event) -> None:
 
 
 def run(node: Node, core: NodeCore, bridge: Bridge, *, stop: threading.Event | None = None,
-        on_start: Callable[[threading.Event], None] | None = None, num_threads: int = 8,
+        on_start: Callable[[threading.Event], None] | None = None, num_threads: int = 1,
         startup_timeout_s: float = 60.0, start_loops: bool = True) -> int:
     """Spin ``node``, start the core (retrying while its servers come up), run its loops until
     SIGINT / SIGTERM, then shut down in order: loops, bridge (goals cancelled), core (goals
@@ -245,7 +253,7 @@ def run(node: Node, core: NodeCore, bridge: Bridge, *, stop: threading.Event | N
     if stop is None:
         stop = threading.Event()
         stop_on_signals(stop)
-    spinner = Spinner(node, stop, num_threads).start()
+    spinner = Spinner(node, stop, num_threads, bridge).start()
     runner = LoopRunner(core.loops, log)
     code = 0
     try:

@@ -35,8 +35,7 @@ def main(args: Sequence[str] | None = None) -> int:
         return common.config_error_exit(node, e)
     bridge = Bridge(node, core.bus, service_timeout_s=timeout)
     bridge.add(core.spec.endpoints)
-    return common.run(node, core, bridge, stop=stop,
-                      num_threads=max(8, len(core.spec.endpoints) // 2))
+    return common.run(node, core, bridge, stop=stop)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ SUITES = {
     "tidy": "solarian_agent.benchmarks.tidy",
     "monitor": "solarian_agent.benchmarks.monitor",
     "hw": "solarian_agent.benchmarks.hw",
+    "ros": "solarian_agent.ros.bench",  # real rclpy (make ros); the node graph as processes
 }
 
 

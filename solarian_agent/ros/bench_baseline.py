@@ -6,6 +6,11 @@ traffic costs.
 
     python -m solarian_agent.ros.bench_baseline talker [--rate-scale 1.0]
     python -m solarian_agent.ros.bench_baseline listener [--executor single|multi]
+    python -m solarian_agent.ros.bench_baseline action_server
+
+The action server serves ``skills/stop`` (succeeds at once) and ``skills/spin`` (runs until
+cancelled, polling for the cancel every 20 ms, as the skills node's control tick does) with the
+package's Skill action, on a MultiThreadedExecutor as ros2/examples' action server does.
 """
 
 from __future__ import annotations
@@ -74,17 +79,47 @@ class Listener(Node):  # type: ignore[misc]
         self.count += 1
 
 
+class BareActionServer(Node):  # type: ignore[misc]
+    def __init__(self) -> None:
+        from rclpy.action import ActionServer, CancelResponse
+        from rclpy.callback_groups import ReentrantCallbackGroup
+
+        from .ros_types import interface_class
+
+        super().__init__("baseline_action_server")
+        self.skill = interface_class("solarian_agent/action/Skill")
+        group = ReentrantCallbackGroup()
+        for name, fn in (("stop", self._stop), ("spin", self._spin)):
+            ActionServer(self, self.skill, f"skills/{name}", execute_callback=fn,
+                         cancel_callback=lambda _g: CancelResponse.ACCEPT, callback_group=group)
+
+    def _stop(self, goal: Any) -> Any:
+        goal.succeed()
+        return self.skill.Result(action_id=goal.request.action_id, outcome="succeeded")
+
+    def _spin(self, goal: Any) -> Any:
+        import time
+
+        while not goal.is_cancel_requested:
+            goal.publish_feedback(self.skill.Feedback(action_id=goal.request.action_id,
+                                                      phase="spinning", progress=-1.0))
+            time.sleep(0.02)
+        goal.canceled()
+        return self.skill.Result(action_id=goal.request.action_id, outcome="stopped")
+
+
 def main(args: Sequence[str] | None = None) -> int:
     argv = list(sys.argv if args is None else args)
     p = argparse.ArgumentParser(prog="python -m solarian_agent.ros.bench_baseline")
-    p.add_argument("role", choices=("talker", "listener"))
+    p.add_argument("role", choices=("talker", "listener", "action_server"))
     p.add_argument("--rate-scale", type=float, default=1.0)
     p.add_argument("--executor", choices=("single", "multi"), default="single")
     opts = p.parse_args(rclpy.utilities.remove_ros_args(argv)[1:])
     rclpy.init(args=argv)
-    node = Talker(opts.rate_scale) if opts.role == "talker" else Listener()
+    node = (Talker(opts.rate_scale) if opts.role == "talker" else
+            BareActionServer() if opts.role == "action_server" else Listener())
     try:
-        if opts.executor == "multi":
+        if opts.executor == "multi" or opts.role == "action_server":
             ex = MultiThreadedExecutor(num_threads=8)
             ex.add_node(node)
             ex.spin()

@@ -101,6 +101,7 @@ class NodeProcesses:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.domain = domain if domain is not None else (free_domain() if own_domain else None)
+        self.own_domain = own_domain
         self.log_to_files = log_to_files
         self.namespace = namespace
         self.procs: dict[str, Proc] = {}
@@ -118,6 +119,8 @@ class NodeProcesses:
         })
         if self.domain is not None:
             env["ROS_DOMAIN_ID"] = str(self.domain)
+        if self.own_domain:  # a graph of its own: kept off the network too
+            env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
         return env
 
     def command(self, executable: str, name: str, parameters: Mapping[str, Any],

@@ -6,10 +6,11 @@ The package's own generated interfaces live beside the hand-written code when th
 installed by colcon (``<prefix>/lib/python3.X/site-packages/solarian_agent/msg``).  Run from
 a source tree or an editable install, ``solarian_agent`` is the source directory, which holds
 no generated code: :func:`find_generated_interfaces` then adds the generated package directory
-of the first ament prefix that has one (``AMENT_PREFIX_PATH``; ``make ros`` builds into
-``build/ros/install``) to ``solarian_agent.__path__``, after the source directory, so the
-source stays what runs and only ``solarian_agent.msg / .srv / .action`` (and the type support
-extensions) come from the build; the prefix's ``lib`` joins LD_LIBRARY_PATH.
+of the first ament prefix that has one (``AMENT_PREFIX_PATH``, then the checkout's own
+``build/ros/install`` that ``make ros`` builds) to ``solarian_agent.__path__``, after the
+source directory, so the source stays what runs and only ``solarian_agent.msg / .srv /
+.action`` (and the type support extensions) come from the build; the prefix's ``lib`` joins
+LD_LIBRARY_PATH.
 """
 
 from __future__ import annotations
@@ -31,13 +32,17 @@ class InterfacesNotBuiltError(ImportError):
     """The package's generated interfaces are not importable (not built, or not found)."""
 
 
+# where ``make ros`` builds the interfaces of a source checkout (found without any set-up)
+CHECKOUT_PREFIX = Path(__file__).resolve().parents[2] / "build" / "ros" / "install"
+
+
 def _generated_dirs() -> list[Path]:
     pyver = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    prefixes = [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
     out = []
-    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
-        if prefix:
-            for sub in ("site-packages", "dist-packages"):
-                out.append(Path(prefix, "lib", pyver, sub, PACKAGE))
+    for prefix in [*prefixes, str(CHECKOUT_PREFIX)]:
+        for sub in ("site-packages", "dist-packages"):
+            out.append(Path(prefix, "lib", pyver, sub, PACKAGE))
     return out
 
 
@@ -81,7 +86,7 @@ def _module(pkg: str, kind: str) -> Any:
     except ImportError as e:
         if pkg != PACKAGE:
             raise
-        looked = ", ".join(str(d) for d in _generated_dirs()) or "(AMENT_PREFIX_PATH is empty)"
+        looked = ", ".join(str(d) for d in _generated_dirs())
         raise InterfacesNotBuiltError(
             f"the generated {PACKAGE}.{kind} interfaces do not import ({e}); build them with "
             f"`make ros` (or colcon build) and put the install prefix on AMENT_PREFIX_PATH; "

@@ -112,9 +112,16 @@ def test_chat_over_ros_without_the_ros_interfaces_is_a_clear_error():
     import subprocess
     import sys
 
-    env = dict(os.environ, AMENT_PREFIX_PATH="")
-    r = subprocess.run([sys.executable, "-m", "solarian_agent.cli", "chat", "--ros"],
-                       env=env, input="", capture_output=True, text=True, timeout=60)
+    code = ("import sys\n"
+            "class Block:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] == 'rclpy':\n"
+            "            raise ImportError('rclpy is not installed (blocked by the test)')\n"
+            "sys.meta_path.insert(0, Block())\n"
+            "from solarian_agent.cli import main\n"
+            "sys.exit(main(['chat', '--ros']))\n")
+    r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), input="",
+                       capture_output=True, text=True, timeout=60)
     assert r.returncode == 2, r.stdout + r.stderr
     assert "chat --ros needs rclpy and the package's ROS interfaces" in r.stderr
     assert "Traceback" not in r.stderr

@@ -50,6 +50,7 @@ from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalRespons
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.service import Service
 
 from ..core import names
 from ..core.errors import ServiceTimeoutError, ServiceUnavailableError, TransportError
@@ -99,6 +100,54 @@ class ThreadedActionServer(ActionServer):  # type: ignore[misc]
                 pass
 
         threading.Thread(target=run, name=f"goal-{self.name}", daemon=True).start()
+
+
+# services whose core handler may take long (a vision model call): answered off the executor
+# thread, so the node's other callbacks (goal responses, results, images) go on meanwhile
+SLOW_SERVICES = frozenset({names.OBSERVE_SCENE})
+
+
+class _Deferred:
+    """A service reply computed on another thread (see :class:`DeferredService`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._value: Any = None
+        self._ready = False
+        self._send: Callable[[Any], None] | None = None
+
+    def set(self, value: Any) -> None:
+        with self._lock:
+            self._value, self._ready = value, True
+            send = self._send
+        if send is not None:
+            send(value)
+
+    def on_ready(self, send: Callable[[Any], None]) -> None:
+        with self._lock:
+            self._send = send
+            ready, value = self._ready, self._value
+        if ready:
+            send(value)
+
+
+class DeferredService(Service):  # type: ignore[misc]
+    """An rclpy Service whose callback may return a :class:`_Deferred`: rclpy's executor hands
+    the callback's return value to ``send_response`` together with the request header, so the
+    reply is sent when the deferred value is set, from that thread, and the executor goes on
+    at once.  (rclpy's Python API has no deferred service response.)"""
+
+    def send_response(self, response: Any, header: Any) -> None:
+        if isinstance(response, _Deferred):
+            response.on_ready(lambda value: self._send_quietly(value, header))
+            return
+        super().send_response(response, header)
+
+    def _send_quietly(self, value: Any, header: Any) -> None:
+        try:
+            Service.send_response(self, value, header)
+        except Exception:  # the node is shutting down, or the client went away
+            pass
 
 
 def ros_qos(q: QoS) -> QoSProfile:
@@ -236,8 +285,21 @@ class Bridge:
                 except cv.ConvertError:
                     return response  # the default-constructed reply rclpy passed in
 
-        self._entities.append(self.node.create_service(
-            _service_class(e.type), e.name, handle, callback_group=self.group))
+        if e.name not in SLOW_SERVICES:
+            self._entities.append(self.node.create_service(
+                _service_class(e.type), e.name, handle, callback_group=self.group))
+            return
+
+        def handle_off_thread(request: Any, response: Any) -> _Deferred:
+            reply = _Deferred()
+            threading.Thread(target=lambda: reply.set(handle(request, response)),
+                             name=f"service-{e.name}", daemon=True).start()
+            return reply
+
+        srv = self.node.create_service(_service_class(e.type), e.name, handle_off_thread,
+                                       callback_group=self.group)
+        srv.__class__ = DeferredService  # same object, its send_response understands _Deferred
+        self._entities.append(srv)
 
     def _add_client(self, e: Endpoint) -> None:
         req_t, resp_t = f"{e.type}_Request", f"{e.type}_Response"

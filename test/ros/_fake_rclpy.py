@@ -453,6 +453,7 @@ def modules() -> dict[str, types.ModuleType]:
     """The fake modules to put in sys.modules."""
     mods = {n: types.ModuleType(n) for n in (
         "rclpy", "rclpy.action", "rclpy.callback_groups", "rclpy.node", "rclpy.qos",
+        "rclpy.service",
         "rclpy.executors", "rclpy.exceptions", "rcl_interfaces", "rcl_interfaces.msg",
         "solarian_agent.ros.ros_types")}
     r = mods["rclpy"]
@@ -468,6 +469,7 @@ def modules() -> dict[str, types.ModuleType]:
     a.CancelResponse, a.GoalResponse = CancelResponse, GoalResponse
     mods["rclpy.callback_groups"].ReentrantCallbackGroup = ReentrantCallbackGroup
     mods["rclpy.node"].Node = Node
+    mods["rclpy.service"].Service = type("Service", (), {})  # (only the slow services use it)
     q = mods["rclpy.qos"]
     q.DurabilityPolicy, q.HistoryPolicy = DurabilityPolicy, HistoryPolicy
     q.QoSProfile, q.ReliabilityPolicy = QoSProfile, ReliabilityPolicy

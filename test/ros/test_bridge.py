@@ -40,7 +40,7 @@ class _Log:
 class Graph:
     def __init__(self) -> None:
         import rclpy
-        from rclpy.executors import MultiThreadedExecutor
+        from rclpy.executors import SingleThreadedExecutor
         from rclpy.node import Node
 
         from solarian_agent.ros.bridge import Bridge
@@ -61,16 +61,20 @@ class Graph:
         self.pb.add([e for e in spec.endpoints if e.kind in ("client", "action_client")
                      or e.name == names.EXECUTOR_GENERATION])
         self.gen = self.bus.subscribe(names.EXECUTOR_GENERATION, names.T_GENERATION)
-        self.executor = MultiThreadedExecutor(num_threads=8, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)  # as the nodes spin
         self.executor.add_node(self.skills_node)
         self.executor.add_node(self.planner_node)
-        self.spin = threading.Thread(target=self.executor.spin, daemon=True)
+        self.spin = threading.Thread(target=self._spin, daemon=True)
         self.spin.start()
         self.stop = threading.Event()
         self.ticks = 0
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()
         assert wait_until(self._servers_ready, 30.0), "the action servers were not discovered"
+
+    def _spin(self) -> None:
+        self.sb.executor_thread = self.pb.executor_thread = threading.get_ident()
+        self.executor.spin()
 
     def _servers_ready(self) -> bool:
         from rclpy.action import ActionClient
@@ -177,7 +181,7 @@ def test_shutdown_aborts_running_goals_with_a_result(g):
 
 
 def test_a_raising_core_callback_never_reaches_the_executor(g):
-    """rclpy's MultiThreadedExecutor re-raises a callback's exception out of spin(): the
+    """rclpy's executor re-raises a callback's exception out of spin(): the
     bridge's callbacks log it instead (here: handing feedback to the planner raises), and the
     executor goes on serving."""
     h = g.goal("wait", {"seconds": 0.4}, 1, "c3")
@@ -222,7 +226,7 @@ def test_no_server_is_a_refusal_not_a_hang(real_ros):
 
 def test_service_errors_come_back_as_replies(real_ros):
     import rclpy
-    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
 
     from solarian_agent.ros.bridge import Bridge
@@ -231,7 +235,7 @@ def test_service_errors_come_back_as_replies(real_ros):
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=free_domain())
     server, client = Node("p", context=ctx), Node("c", context=ctx)
-    ex = MultiThreadedExecutor(num_threads=4, context=ctx)
+    ex = SingleThreadedExecutor(context=ctx)
     ex.add_node(server)
     ex.add_node(client)
     spin = threading.Thread(target=ex.spin, daemon=True)
@@ -248,6 +252,61 @@ def test_service_errors_come_back_as_replies(real_ros):
         r = other.call(names.AGENT_MESSAGE, {"text": "hi"})
         assert r["ok"] is False and "ZeroDivisionError" in r["reason"]
     finally:
+        ex.shutdown(timeout_sec=2.0)
+        spin.join(5.0)
+        server.destroy_node()
+        client.destroy_node()
+        ctx.try_shutdown()
+
+
+def test_a_slow_service_does_not_hold_the_nodes_other_callbacks(real_ros):
+    """observe_scene may wait on a vision model for seconds: it is answered off the executor
+    thread, so a goal response or a topic of the same node is not held up meanwhile."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+
+    from solarian_agent.ros.bridge import Bridge
+
+    prepare_environment()
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=free_domain())
+    server, client = Node("planner", context=ctx), Node("viewer", context=ctx)
+    ex = SingleThreadedExecutor(context=ctx)
+    ex.add_node(server)
+    ex.add_node(client)
+    spin = threading.Thread(target=ex.spin, daemon=True)
+    spin.start()
+    release = threading.Event()
+    try:
+        bus = Bus()
+
+        def observe(req):
+            release.wait(10.0)  # the model is thinking
+            return {"ok": True, "description": "a red cup", "focus": req.get("focus", "")}
+
+        bus.create_service(names.OBSERVE_SCENE, names.T_OBSERVE_SCENE, observe)
+        bus.create_service(names.AGENT_MESSAGE, names.T_AGENT_COMMAND,
+                           lambda req: {"ok": True, "reason": ""})
+        b = Bridge(server, bus)
+        b.add([e for e in graph.planner_node([], []).endpoints
+               if e.name in (names.OBSERVE_SCENE, names.AGENT_MESSAGE)])
+        other = Bus()
+        c = Bridge(client, other, service_timeout_s=10.0)
+        c.add([graph.Endpoint("client", names.OBSERVE_SCENE, names.T_OBSERVE_SCENE),
+               graph.Endpoint("client", names.AGENT_MESSAGE, names.T_AGENT_COMMAND)])
+        slow: dict = {}
+        t = threading.Thread(target=lambda: slow.update(
+            other.call(names.OBSERVE_SCENE, {"focus": "the cup"})))
+        t.start()
+        time.sleep(0.5)  # the slow call is in the server's hands now
+        assert other.call(names.AGENT_MESSAGE, {"text": "hi"})["ok"]  # answered meanwhile
+        assert not slow
+        release.set()
+        t.join(10.0)
+        assert slow.get("ok") and slow.get("description") == "a red cup"
+    finally:
+        release.set()
         ex.shutdown(timeout_sec=2.0)
         spin.join(5.0)
         server.destroy_node()

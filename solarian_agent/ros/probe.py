@@ -120,7 +120,7 @@ class Probe:
             tool=tool, params_json=params, generation=generation, action_id=action_id)
 
     def send_goal(self, client: Any, goal: Any, feedback: list[Any] | None = None,
-                  timeout_s: float = 10.0) -> Any:
+                  timeout_s: float = 30.0) -> Any:
         done = threading.Event()
         fut = client.send_goal_async(
             goal, feedback_callback=(lambda f: feedback.append((time.monotonic(), f.feedback)))

@@ -51,6 +51,18 @@ def ros_problem() -> str | None:
     return None
 
 
+def video_file(path: Path, size: tuple[int, int], frames: int = 60, step: int = 5) -> str:
+    """A short MJPG video of changing grey frames (a camera node's source)."""
+    import cv2
+    import numpy as np
+
+    w = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 10.0, size)
+    for i in range(frames):
+        w.write(np.full((size[1], size[0], 3), (i * step) % 255, np.uint8))
+    w.release()
+    return str(path)
+
+
 def __getattr__(name: str) -> Any:
     """Probe, qos, ros_type, wait_until: from solarian_agent.ros.probe (imports rclpy)."""
     if name in ("Probe", "qos", "ros_type", "wait_until"):

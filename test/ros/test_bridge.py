@@ -224,49 +224,12 @@ def test_no_server_is_a_refusal_not_a_hang(real_ros):
         ctx.try_shutdown()
 
 
-def test_service_errors_come_back_as_replies(real_ros):
+@pytest.fixture
+def two_nodes(real_ros):
+    """A serving node and a calling node on one single-threaded executor (as a node spins)."""
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
-
-    from solarian_agent.ros.bridge import Bridge
-
-    prepare_environment()
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=free_domain())
-    server, client = Node("p", context=ctx), Node("c", context=ctx)
-    ex = SingleThreadedExecutor(context=ctx)
-    ex.add_node(server)
-    ex.add_node(client)
-    spin = threading.Thread(target=ex.spin, daemon=True)
-    spin.start()
-    try:
-        bus = Bus()
-        bus.create_service(names.AGENT_MESSAGE, names.T_AGENT_COMMAND, lambda req: 1 / 0)
-        b = Bridge(server, bus)
-        b.add([e for e in graph.planner_node([], []).endpoints
-               if e.name == names.AGENT_MESSAGE])
-        other = Bus()
-        c = Bridge(client, other, service_timeout_s=10.0)
-        c.add([graph.Endpoint("client", names.AGENT_MESSAGE, names.T_AGENT_COMMAND)])
-        r = other.call(names.AGENT_MESSAGE, {"text": "hi"})
-        assert r["ok"] is False and "ZeroDivisionError" in r["reason"]
-    finally:
-        ex.shutdown(timeout_sec=2.0)
-        spin.join(5.0)
-        server.destroy_node()
-        client.destroy_node()
-        ctx.try_shutdown()
-
-
-def test_a_slow_service_does_not_hold_the_nodes_other_callbacks(real_ros):
-    """observe_scene may wait on a vision model for seconds: it is answered off the executor
-    thread, so a goal response or a topic of the same node is not held up meanwhile."""
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.node import Node
-
-    from solarian_agent.ros.bridge import Bridge
 
     prepare_environment()
     ctx = rclpy.Context()
@@ -277,6 +240,42 @@ def test_a_slow_service_does_not_hold_the_nodes_other_callbacks(real_ros):
     ex.add_node(client)
     spin = threading.Thread(target=ex.spin, daemon=True)
     spin.start()
+    try:
+        yield server, client
+    finally:
+        ex.shutdown(timeout_sec=2.0)
+        spin.join(5.0)
+        server.destroy_node()
+        client.destroy_node()
+        ctx.try_shutdown()
+
+
+def test_service_errors_come_back_as_replies(two_nodes):
+    server, client = two_nodes
+    bus = Bus()
+    bus.create_service(names.AGENT_MESSAGE, names.T_AGENT_COMMAND, lambda req: 1 / 0)
+    _, other = _serve(server, client, bus, (names.AGENT_MESSAGE,))
+    r = other.call(names.AGENT_MESSAGE, {"text": "hi"})
+    assert r["ok"] is False and "ZeroDivisionError" in r["reason"]
+
+
+def _serve(server, client, bus, names_):
+    """Serve ``bus``'s handlers of the planner's services ``names_`` on ``server``; call them
+    through ``client``'s bridge.  The calling side's bus."""
+    from solarian_agent.ros.bridge import Bridge
+
+    eps = [e for e in graph.planner_node([], []).endpoints if e.name in names_]
+    Bridge(server, bus).add(eps)
+    other = Bus()
+    Bridge(client, other, service_timeout_s=10.0).add(
+        [graph.Endpoint("client", e.name, e.type) for e in eps])
+    return bus, other
+
+
+def test_a_slow_service_does_not_hold_the_nodes_other_callbacks(two_nodes):
+    """observe_scene may wait on a vision model for seconds: it is answered off the executor
+    thread, so a goal response or a topic of the same node is not held up meanwhile."""
+    server, client = two_nodes
     release = threading.Event()
     try:
         bus = Bus()
@@ -288,13 +287,7 @@ def test_a_slow_service_does_not_hold_the_nodes_other_callbacks(real_ros):
         bus.create_service(names.OBSERVE_SCENE, names.T_OBSERVE_SCENE, observe)
         bus.create_service(names.AGENT_MESSAGE, names.T_AGENT_COMMAND,
                            lambda req: {"ok": True, "reason": ""})
-        b = Bridge(server, bus)
-        b.add([e for e in graph.planner_node([], []).endpoints
-               if e.name in (names.OBSERVE_SCENE, names.AGENT_MESSAGE)])
-        other = Bus()
-        c = Bridge(client, other, service_timeout_s=10.0)
-        c.add([graph.Endpoint("client", names.OBSERVE_SCENE, names.T_OBSERVE_SCENE),
-               graph.Endpoint("client", names.AGENT_MESSAGE, names.T_AGENT_COMMAND)])
+        _, other = _serve(server, client, bus, (names.OBSERVE_SCENE, names.AGENT_MESSAGE))
         slow: dict = {}
         t = threading.Thread(target=lambda: slow.update(
             other.call(names.OBSERVE_SCENE, {"focus": "the cup"})))
@@ -307,8 +300,3 @@ def test_a_slow_service_does_not_hold_the_nodes_other_callbacks(real_ros):
         assert slow.get("ok") and slow.get("description") == "a red cup"
     finally:
         release.set()
-        ex.shutdown(timeout_sec=2.0)
-        spin.join(5.0)
-        server.destroy_node()
-        client.destroy_node()
-        ctx.try_shutdown()

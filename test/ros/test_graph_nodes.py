@@ -16,10 +16,8 @@ import json
 import signal
 import time
 
-import cv2
-import numpy as np
 import pytest
-from _rostest_util import NodeProcesses, Probe, ros_type, wait_until
+from _rostest_util import NodeProcesses, Probe, ros_type, video_file, wait_until
 
 from solarian_agent.ros import graph, launch_plan
 from solarian_agent.ros.components import share_dir
@@ -31,13 +29,6 @@ NODES = ("/sim_world", "/skills", "/monitor", "/planner", "/toy/skills", "/hw/ca
          "/hw/arm")
 
 
-def _video(path):
-    w = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 10.0, (160, 120))
-    for i in range(100):
-        w.write(np.full((120, 160, 3), (i * 5) % 255, np.uint8))
-    w.release()
-    return str(path)
-
 
 @pytest.fixture(scope="module")
 def ros_graph(real_ros, tmp_path_factory):
@@ -47,8 +38,8 @@ def ros_graph(real_ros, tmp_path_factory):
     g.start_plan(plan)
     g.start("skills_node", "skills", {"tool_set": "toy", "cameras": "overhead"},
             namespace="toy")
-    g.start("camera_node", "camera_cam", {"camera": "cam", "source": _video(tmp / "cam.avi")},
-            namespace="hw")
+    video = video_file(tmp / "cam.avi", (160, 120), frames=100)
+    g.start("camera_node", "camera_cam", {"camera": "cam", "source": video}, namespace="hw")
     g.start("arm_node", "arm", {"simulated_bus": True}, namespace="hw")
     probe = Probe(g.domain)
     try:

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import json
 
-import cv2
-import numpy as np
 import pytest
-from _rostest_util import NodeProcesses, Probe
+from _rostest_util import NodeProcesses, Probe, video_file
 
 from solarian_agent.ros import launch_plan
 from solarian_agent.ros.components import share_dir
@@ -19,19 +17,12 @@ from solarian_agent.ros.components import share_dir
 pytestmark = pytest.mark.usefixtures("real_ros")
 
 
-def _video(path, size, shade):
-    w = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 10.0, size)
-    for i in range(60):
-        w.write(np.full((size[1], size[0], 3), (shade + i) % 255, np.uint8))
-    w.release()
-    return str(path)
-
 
 @pytest.fixture(scope="module")
 def robot(real_ros, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("robot")
-    cams = (f"overhead={_video(tmp / 'o.avi', (320, 240), 60)},"
-            f"wrist={_video(tmp / 'w.avi', (240, 180), 120)}")
+    cams = (f"overhead={video_file(tmp / 'o.avi', (320, 240))},"
+            f"wrist={video_file(tmp / 'w.avi', (240, 180), step=3)}")
     plan = launch_plan.robot_plan({"cameras": cams, "simulated_bus": "true",
                                    "planner_provider": "rules",
                                    "robot_state_publisher": "false"}, share_dir())

@@ -221,7 +221,7 @@ class Bridge:
     def _guarded(self, what: str, fn: Callable[..., Any], fallback: Any = None
                  ) -> Callable[..., Any]:
         """``fn`` as a ROS callback that never raises into the executor (rclpy's
-        MultiThreadedExecutor re-raises it out of ``spin()``): the error is logged and
+        executor re-raises it out of ``spin()``): the error is logged and
         ``fallback`` returned."""
 
         def cb(*args: Any) -> Any:

@@ -123,7 +123,8 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str] = ()) -> int:
     a = _parse(argv)
     from .sim.faults import FaultConfig
-    from .system import build_sim_system, default_config_path, session_name
+    from .core.episode_log import session_name
+    from .system import build_sim_system, default_config_path
 
     try:
         cfg = load_agent_config(a.config or default_config_path())
@@ -139,7 +140,7 @@ def main(argv: Sequence[str] = ()) -> int:
         faults = FaultConfig(grasp_fail_p=a.faults, slip_p=a.faults / 2) if a.faults else None
         system = build_sim_system(config=cfg, seed=a.seed, faults=faults,
                                   planner_name=a.planner, log_root=a.out,
-                                  session=session_name(a.task, a.seed),
+                                  session=session_name(f"demo {a.task}"),
                                   realtime=a.realtime or (a.planner not in (None, "rules")))
     except (ConfigError, ModelConfigError) as e:
         print(f"solarian-agent demo: {e}", file=sys.stderr)
@@ -151,12 +152,12 @@ def main(argv: Sequence[str] = ()) -> int:
     if a.record:
         from .ros.bag import BagRecorder
 
-        # the run's episode is opened now so its bag lies beside its logs, where the episode
-        # viewer looks: <session>/episodes/<episode>/rosbag
-        if system.recorder is not None and system.planner.log is None:
-            system.planner.log = system.recorder.open_episode()
-        base = (system.planner.log.dir.parent if system.planner.log is not None
-                else a.out / session_name(a.task, a.seed))
+        # the run's episode is opened now (the run then logs in it) so its bag lies beside its
+        # logs, where the episode viewer looks: <session>/episodes/<episode>/rosbag
+        if system.recorder is not None:
+            base = system.recorder.open_episode(a.task).dir.parent
+        else:
+            base = a.out / session_name(f"demo {a.task}")
         bag_dir = _free_dir(base / "rosbag")
         bag_dir.parent.mkdir(parents=True, exist_ok=True)
         clock = system.clock
@@ -194,6 +195,7 @@ def main(argv: Sequence[str] = ()) -> int:
 
 
 def main_panel(argv: Sequence[str] = ()) -> int:  # pragma: no cover - interactive
+    from .core.episode_log import session_name
     from .system import build_sim_system
     from .ui.panel import serve_panel  # type: ignore[import-not-found]
 
@@ -201,8 +203,9 @@ def main_panel(argv: Sequence[str] = ()) -> int:  # pragma: no cover - interacti
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--seed", type=int, default=7)
     a = p.parse_args(list(argv))
-    system = build_sim_system(seed=a.seed, realtime=True,
-                              log_root=Path("recordings") / "controller")
+    system = build_sim_system(seed=a.seed, realtime=True,  # one episode per task
+                              log_root=Path("recordings") / "controller",
+                              session=session_name("panel"))
     handle = serve_panel(system.bus, system.clock, "127.0.0.1", a.port)
     print(f"operator panel on http://127.0.0.1:{a.port}/  (Ctrl+C to stop)")
     try:

@@ -6,6 +6,7 @@ here, so they all run the same wiring the ROS launch files start as separate nod
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,7 +16,7 @@ from .arm.kinematics import ArmModel
 from .core import monitor as core_monitor
 from .core.clock import Clock, FakeClock, SystemClock
 from .core.config import AgentConfig, load_agent_config
-from .core.episode_log import Recorder, register_secret, slug
+from .core.episode_log import Recorder, register_secret, session_name
 from .core.executor import SkillExecutor
 from .core.monitor import MonitorEngine
 from .core.planner import InlineCaller, ModelCaller, Planner, ThreadCaller
@@ -150,7 +151,8 @@ def build_sim_system(
     caller: ModelCaller | None = None,
 ) -> SimSystem:
     cfg = config or load_agent_config(default_config_path())
-    clock: Clock = SystemClock() if realtime else FakeClock()
+    # the simulated clock starts at the real time, so bag stamps and ISO times are plausible
+    clock: Clock = SystemClock() if realtime else FakeClock(epoch=time.time())
     bus = Bus()
     runtime = Runtime(clock, bus, period_s=cfg.control_period_s, realtime=realtime)
     model = ArmModel.default()
@@ -160,8 +162,9 @@ def build_sim_system(
     arm = ArmPort(bus, clock, model)
     cams = CameraPort(bus, {c: renderer.camera(c) for c in renderer.cameras})
     recorder = None
-    if log_root is not None:
-        recorder = Recorder(Path(log_root), clock, session or "0001_sim")
+    if log_root is not None:  # t: the wall clock; sim_t: the simulator's time since now
+        recorder = Recorder(Path(log_root), clock, session or session_name("sim"),
+                            simulated=True, sim_zero=clock.now())
     trackers = ColorTrackers(bus, cameras=tuple(renderer.cameras))
     executor = SkillExecutor(bus, clock, tidy_tools(),
                              {"arm": arm, "cameras": cams, "trackers": trackers},
@@ -181,6 +184,8 @@ def build_sim_system(
             pl.log.overlay(camera, fld, rec)
 
     trackers.overlay_sink = overlay
+    if recorder is not None:
+        recorder.context = lambda: {"monitor_questions": monitor_questions(pl.specs)}
     monitor = None
     if with_monitor and cfg.monitor is not None:
         monitor = _build_monitor(bus, clock, cfg, arm, trackers, pl)
@@ -232,5 +237,8 @@ def register_run_secrets(cfg: AgentConfig, planner_provider: str | None = None,
     return out
 
 
-def session_name(task: str, seed: int) -> str:
-    return f"0001_{seed:06x}_{slug(task)}"
+def monitor_questions(specs: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Each tool's monitor questions with their rules (logged in ``episode_started``, so the
+    episode viewer can draw the rules' thresholds beside the answers)."""
+    return {name: [dict(q) for q in spec.monitor] for name, spec in specs.items()
+            if getattr(spec, "monitor", ())}

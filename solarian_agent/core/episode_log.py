@@ -2,11 +2,19 @@
 
 ``<root>/<session>/episodes/<episode>/logs/`` holds
 
-* ``events.jsonl``: one JSON object per line with ``t`` (ISO 8601 from the run's clock) and
-  ``kind`` (and ``by`` where it applies);
+* ``events.jsonl``: one JSON object per line with ``t`` (wall-clock UTC, ISO 8601) and ``kind``
+  (and ``by`` where it applies); when a simulator runs, ``sim_t`` is the simulated time in
+  seconds since the simulator started, the clock the frames' stamps are on;
 * ``images/``: the images events and turns name;
 * ``turns/NNNN.json``: every planner call's input and output, numbered from 0001 per episode;
 * ``overlays/<module>.<field>.jsonl``: what the trackers marked on each camera frame.
+
+A run never writes into another run's episode: every run opens its own episode directory
+(:meth:`Recorder.episode_for_run`), the next free number in its session, and a session is named
+by the local date and time plus what ran (:func:`session_name`), so runs in one folder never
+share a directory.  Each episode log starts with ``episode_started`` (the task, and the run
+clock's reading at that instant, which maps the frames' stamps onto ``t`` and ``sim_t``) and ends
+with ``episode_ended``.  ``t`` comes from one wall clock per recorder, shared by every writer.
 
 Every event is written as one line with a single ``write`` and flushed, so a process killed
 mid-run leaves ``events.jsonl`` parseable up to the last event.  Turn files and images are written
@@ -18,17 +26,18 @@ providers read) wherever it appears, as a last line of defence behind the provid
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import os
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .clock import Clock
+from .clock import Clock, FakeClock, SystemClock
 
 _SECRETS: set[str] = set()
 _SECRETS_LOCK = threading.Lock()
@@ -81,11 +90,19 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 class EpisodeLog:
-    """One episode's log directory.  Thread-safe: planner, monitor and control all append."""
+    """One episode's log directory.  Thread-safe: planner, monitor and control all append.
 
-    def __init__(self, directory: Path, clock: Clock, run_id: str = "") -> None:
+    ``clock`` is the run's clock (deadlines, frame stamps); ``wall`` stamps ``t`` (default: the
+    run's clock).  With ``sim_zero`` set the run's clock is a simulator's, and every event also
+    carries ``sim_t``: ``clock.now() - sim_zero`` seconds.
+    """
+
+    def __init__(self, directory: Path, clock: Clock, run_id: str = "", *,
+                 wall: Clock | None = None, sim_zero: float | None = None) -> None:
         self.dir = directory
         self.clock = clock
+        self.wall = wall or clock
+        self.sim_zero = sim_zero
         self.run_id = run_id
         self.images_dir = directory / "images"
         self.turns_dir = directory / "turns"
@@ -98,10 +115,19 @@ class EpisodeLog:
         self._turn = 0
         self._image_names: set[str] = set()
         self.closed = False
+        self.has_run = False  # a run has started (or continued) in this episode
 
     # events --------------------------------------------------------------------------------
+    def stamp(self) -> dict[str, Any]:
+        """``t`` (and ``sim_t``) for an event written now."""
+        rec: dict[str, Any] = {"t": self.wall.wall()}
+        if self.sim_zero is not None:
+            rec["sim_t"] = round(self.clock.now() - self.sim_zero, 4)
+        return rec
+
     def event(self, kind: str, by: str | None = None, **data: Any) -> dict[str, Any]:
-        rec: dict[str, Any] = {"t": self.clock.wall(), "kind": kind}
+        rec = self.stamp()
+        rec["kind"] = kind
         if by is not None:
             rec["by"] = by
         rec.update(data)
@@ -112,6 +138,15 @@ class EpisodeLog:
             self._events.write(line)
             self._events.flush()
         return rec
+
+    def started(self, task: str = "", **context: Any) -> dict[str, Any]:
+        """``episode_started``: the task, and the run clock's reading (``clock.now``) with its
+        Unix time (``clock.epoch``) at this event, which put every stamp on the run's clock
+        (frames, overlays, joint states) onto ``t`` and ``sim_t``."""
+        return self.event("episode_started", episode=self.run_id, task=task,
+                          clock={"now": round(self.clock.now(), 6),
+                                 "epoch": round(self.clock.epoch(), 6),
+                                 "simulated": self.sim_zero is not None}, **context)
 
     # turns ---------------------------------------------------------------------------------
     def next_turn_name(self) -> str:
@@ -152,6 +187,13 @@ class EpisodeLog:
             f.flush()
 
     def close(self) -> None:
+        """Write ``episode_ended`` and close the files (again: nothing)."""
+        if self.closed:
+            return
+        try:
+            self.event("episode_ended", episode=self.run_id)
+        except (OSError, ValueError):  # a full disk or a closed file: the log stays parseable
+            pass
         with self._lock:
             if self.closed:
                 return
@@ -161,27 +203,82 @@ class EpisodeLog:
                 f.close()
 
 
+def session_name(what: str, when: _dt.datetime | None = None) -> str:
+    """A session directory name: the local date and time, then what ran
+    (``2026-11-03_14-22-05_demo_put_the_red_cup``)."""
+    when = when or _dt.datetime.now()
+    return f"{when:%Y-%m-%d_%H-%M-%S}_{slug(what, 40)}"
+
+
 class Recorder:
     """Sessions and episodes: ``<root>/<session>/episodes/<episode>/logs``.
 
-    A run id is ``<session>/<episode>`` of the episode it started in.
+    A run id is ``<session>/<episode>`` of the episode it started in.  Episodes are numbered
+    from the highest already in the session directory, each created exclusively, so two
+    processes logging into one session never share an episode.
+
+    ``wall`` stamps every episode's ``t`` (default: real time, even when the run's clock is a
+    simulator's); ``simulated`` adds ``sim_t``, seconds on the run's clock since ``sim_zero``
+    (default: when the recorder was made), to every event.  ``context``, if set, adds its
+    fields to each ``episode_started`` (what the skills' monitor questions were, say).
     """
 
-    def __init__(self, root: Path, clock: Clock, session: str) -> None:
+    def __init__(self, root: Path, clock: Clock, session: str, *, wall: Clock | None = None,
+                 simulated: bool | None = None, sim_zero: float | None = None,
+                 context: Callable[[], dict[str, Any]] | None = None) -> None:
         self.root = Path(root)
         self.clock = clock
         self.session = session
+        self.wall: Clock = wall or SystemClock()
+        if simulated is None:
+            simulated = isinstance(clock, FakeClock)
+        self.sim_zero = (clock.now() if sim_zero is None else sim_zero) if simulated else None
+        self.context = context
         self.episode_index = 0
         self.current: EpisodeLog | None = None
+        self._lock = threading.Lock()
 
-    def open_episode(self) -> EpisodeLog:
-        if self.current is not None:
-            self.current.close()
-        self.episode_index += 1
-        ep = f"{self.episode_index:06d}"
-        d = self.root / self.session / "episodes" / ep / "logs"
-        self.current = EpisodeLog(d, self.clock, run_id=f"{self.session}/{ep}")
-        return self.current
+    def _claim_episode(self) -> tuple[str, Path]:
+        episodes = self.root / self.session / "episodes"
+        episodes.mkdir(parents=True, exist_ok=True)
+        taken = [int(d.name) for d in episodes.iterdir() if d.name.isdigit()]
+        n = max([self.episode_index, *taken], default=0)
+        while True:
+            n += 1
+            ep = f"{n:06d}"
+            try:
+                (episodes / ep).mkdir()
+            except FileExistsError:  # another process took it meanwhile
+                continue
+            self.episode_index = n
+            return ep, episodes / ep / "logs"
+
+    def open_episode(self, task: str = "") -> EpisodeLog:
+        """Close the current episode and open the next one."""
+        with self._lock:
+            if self.current is not None:
+                self.current.close()
+            ep, d = self._claim_episode()
+            log = EpisodeLog(d, self.clock, run_id=f"{self.session}/{ep}", wall=self.wall,
+                             sim_zero=self.sim_zero)
+            self.current = log
+        context: dict[str, Any] = {}
+        if self.context is not None:
+            try:
+                context = dict(self.context())
+            except Exception as e:  # what the context adds is a courtesy, never a failure
+                context = {"context_error": f"{type(e).__name__}: {e}"}
+        log.started(task, **context)
+        return log
+
+    def episode_for_run(self, task: str = "") -> EpisodeLog:
+        """The episode a new run logs in: the current one when no run has started in it yet
+        (one opened ahead of the run, for its bag), else a new one."""
+        cur = self.current
+        if cur is None or cur.closed or cur.has_run:
+            cur = self.open_episode(task)
+        cur.has_run = True
+        return cur
 
     def close(self) -> None:
         if self.current is not None:

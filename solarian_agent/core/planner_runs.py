@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..models.base import Message
 from . import names
-from .episode_log import EpisodeLog, slug
+from .episode_log import EpisodeLog
 from .events import Event
 from .messages import Generation
 from .plan import PlanQueue
@@ -108,10 +108,8 @@ class RunControl:
         self.p.tool_failures = {}
         self.p.news = []
         self.p.wake_reasons = []
-        if self.p.recorder is not None:
-            if self.p.recorder.current is None or self.p.log is None:
-                self.p.recorder.session = self.p.recorder.session or slug(task)
-                self.p.log = self.p.recorder.open_episode()
+        if self.p.recorder is not None:  # every run in its own episode
+            self.p.log = self.p.recorder.episode_for_run(task)
             self.p.run_id = self.p.log.run_id
         else:
             self.p.run_id = f"run-{int(time.time())}"
@@ -131,6 +129,7 @@ class RunControl:
         """Carry a run on in the next episode's log (seed 003, run_continued)."""
         old = self.p.log
         self.p.log = log
+        log.has_run = True
         self.p.log_event("run_continued", run_id=self.p.run_id, status=self.p.status,
                          task=self.p.task,
                          plan=self.p.plan.as_list(), continues_from=old.run_id if old else "",

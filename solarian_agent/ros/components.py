@@ -599,14 +599,19 @@ def build_planner_core(clock: Clock, cfg: AgentConfig, *, provider: Any = None,
     offline = getattr(prov, "name", "") in OFFLINE_PLANNERS
     recorder = None
     if log_root:
-        from ..core.episode_log import Recorder
+        from ..core.episode_log import Recorder, session_name
 
-        recorder = Recorder(Path(log_root), clock, "ros")
+        # a session per planner process, an episode per run
+        recorder = Recorder(Path(log_root), clock, session_name("ros planner"))
     vision_backend, scene_observer = planner_vision(bus, clock, cfg)
     planner = Planner(bus, clock, cfg, prov, recorder=recorder,
                       caller=InlineCaller() if offline else ThreadCaller(),
                       readings=arm.readings, router=build_router(cfg.events),
                       vision_backend=vision_backend, scene_observer=scene_observer)
+    if recorder is not None:
+        from ..system import monitor_questions
+
+        recorder.context = lambda: {"monitor_questions": monitor_questions(planner.specs)}
     if not bus.has_service(names.OBSERVE_SCENE):
         bus.create_service(names.OBSERVE_SCENE, names.T_OBSERVE_SCENE,
                            lambda req: {"ok": False, "error": NO_VISION,

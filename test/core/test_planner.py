@@ -291,6 +291,9 @@ def test_episode_log_layout(tmp_path):
     logs = tmp_path / "0001_test" / "episodes" / "000001" / "logs"
     events = read_events(logs / "events.jsonl")
     kinds = [e["kind"] for e in events]
+    assert kinds[0] == "episode_started" and events[0]["task"] == "wait"
+    events = events[1:]
+    kinds = kinds[1:]
     assert kinds[0] == "run_started" and kinds[-1] == "run_ended"
     assert all("t" in e and e["t"].endswith("Z") for e in events)
     assert {"planner_turn", "skill_started", "skill_ended", "action_started"} <= set(kinds)
@@ -319,6 +322,8 @@ def test_run_continued_in_next_episode(tmp_path):
     assert h.run_until(lambda: h.planner.status == "succeeded", 10)
     logs2 = tmp_path / "0001_test" / "episodes" / "000002" / "logs"
     events = read_events(logs2 / "events.jsonl")
+    assert events[0]["kind"] == "episode_started"
+    events = events[1:]  # the run's first write there
     assert events[0]["kind"] == "run_continued"
     assert events[0]["continues_from"] == first.run_id
     assert events[0]["plan"] == [] and events[0]["status"] == "running"

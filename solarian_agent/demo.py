@@ -122,8 +122,8 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
 
 def main(argv: Sequence[str] = ()) -> int:
     a = _parse(argv)
-    from .sim.faults import FaultConfig
     from .core.episode_log import session_name
+    from .sim.faults import FaultConfig
     from .system import build_sim_system, default_config_path
 
     try:

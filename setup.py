@@ -28,6 +28,8 @@ setup(
         "opencv-python-headless>=4.8",
         "pin>=2.7",
         "rosbags>=0.10",
+        "mcap>=1.1",
+        "zstandard>=0.22",
         "pyserial>=3.5",
     ],
     extras_require={

@@ -1,5 +1,6 @@
 """``solarian-agent``: demo | bench | chat | eval-monitor | label-ticks | view-episode |
-attach-logs | launch.  Subcommands import their modules lazily, so ``--help`` is instant."""
+attach-logs | launch | bag-repair.  Subcommands import their modules lazily, so ``--help`` is
+instant."""
 
 from __future__ import annotations
 
@@ -54,6 +55,8 @@ COMMANDS = {
                     "copy controller logs in beside a robot recording"),
     "launch": (_lazy("solarian_agent.ros.launcher", "main_launch"),
                "start a launch file's nodes without ros2 launch (ROS 2 from PyPI)"),
+    "bag-repair": (_lazy("solarian_agent.ros.bag_repair", "main_bag_repair"),
+                   "recover a rosbag2 bag's unclosed last file and write its metadata"),
 }
 
 

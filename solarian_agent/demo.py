@@ -161,7 +161,8 @@ def main(argv: Sequence[str] = ()) -> int:
         bag_dir = _free_dir(base / "rosbag")
         bag_dir.parent.mkdir(parents=True, exist_ok=True)
         clock = system.clock
-        bag = BagRecorder(bag_dir, clock=lambda: int(clock.epoch() * 1e9))
+        bag = BagRecorder(bag_dir, clock=lambda: int(clock.epoch() * 1e9),
+                          realtime=system.runtime.realtime)
         bag.attach(system.bus)
     print(f"tidy-up demo: seed {a.seed}, faults {a.faults:g}, planner "
           f"{system.planner.provider.name}, monitor "

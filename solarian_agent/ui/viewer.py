@@ -229,8 +229,8 @@ def _iter_bag(path: Path) -> Iterator[_BagMsg]:
     except ImportError:
         read_bag = None  # type: ignore[assignment]
     if read_bag is not None:
-        for m in read_bag(path):
-            yield _BagMsg(m.topic, m.type, m.t_ns, m.value)
+        for m in read_bag(path):  # a compressed camera is shown as its camera
+            yield _BagMsg(m.topic.removesuffix("/compressed"), m.type, m.t_ns, m.value)
         return
     yield from _iter_bag_rosbags(path)
 
@@ -269,6 +269,8 @@ def _iter_bag_rosbags(path: Path) -> Iterator[_BagMsg]:
 def _encode(img: Any, max_side: int, quality: int) -> tuple[bytes, int, int] | None:
     import cv2
 
+    if hasattr(img, "format") and isinstance(getattr(img, "data", None), bytes):
+        img = {"jpeg": img.data}  # a CompressedFrame from read_bag
     if isinstance(img, dict) and "jpeg" in img:  # a CompressedImage
         a = cv2.imdecode(np.frombuffer(img["jpeg"], np.uint8), cv2.IMREAD_COLOR)
         if a is None:

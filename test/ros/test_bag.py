@@ -9,15 +9,21 @@ import pytest
 from solarian_agent.core import names
 from solarian_agent.core.messages import AgentEvent, AgentState, Image, JointState
 from solarian_agent.models.scripted import reply
-from solarian_agent.ros.bag import BagRecorder, bag_summary, read_bag
+from solarian_agent.ros.bag import (
+    T_COMPRESSED,
+    BagRecorder,
+    CompressedFrame,
+    bag_summary,
+    read_bag,
+)
 from solarian_agent.testing.harness import make_harness
 
 
-def _run(tmp_path, storage="mcap"):
+def _run(tmp_path, storage="mcap", **kw):
     h = make_harness([reply("go", ("wait", {"seconds": 1})),
                       reply("", ("finish_task", {"summary": "done", "success": True}))])
     bag = tmp_path / f"episode_{storage}"
-    rec = BagRecorder(bag, storage=storage)
+    rec = BagRecorder(bag, storage=storage, **kw)
     attached = rec.attach(h.bus)
     frames: list[Image] = []
     h.bus.subscribe(names.image_topic("cam"), names.T_IMAGE, frames.append)
@@ -27,14 +33,18 @@ def _run(tmp_path, storage="mcap"):
     return h, bag, rec, attached, frames
 
 
-@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
-def test_bus_run_recorded_and_read_back(tmp_path, storage):
-    h, bag, rec, attached, frames = _run(tmp_path, storage)
+@pytest.mark.parametrize("storage, images", [("mcap", "compressed"), ("mcap", "raw"),
+                                             ("sqlite3", "raw")])
+def test_bus_run_recorded_and_read_back(tmp_path, storage, images):
+    h, bag, rec, attached, frames = _run(tmp_path, storage, images=images)
     assert {names.image_topic("cam"), names.JOINT_STATES, names.AGENT_EVENTS,
             names.AGENT_STATE, names.SKILL_EVENTS, names.EXECUTOR_GENERATION} <= set(attached)
-    assert rec.errors == {}
+    assert rec.errors == {} and rec.dropped == {}
     summary = bag_summary(bag)
-    assert summary[names.image_topic("cam")] == (names.T_IMAGE, len(frames))
+    image_topic = names.image_topic("cam") + ("/compressed" if images == "compressed" else "")
+    image_type = T_COMPRESSED if images == "compressed" else names.T_IMAGE
+    assert summary[image_topic] == (image_type, len(frames))
+    assert (names.image_topic("cam") in summary) == (images == "raw")
     assert summary[names.JOINT_STATES][0] == names.T_JOINT_STATE
     assert summary[names.AGENT_EVENTS][0] == names.T_AGENT_EVENT
     assert summary[names.AGENT_STATE][0] == names.T_AGENT_STATE
@@ -47,10 +57,18 @@ def test_bus_run_recorded_and_read_back(tmp_path, storage):
     msgs = list(read_bag(bag))
     assert len(msgs) == sum(c for _, c in summary.values())
     assert [m.t_ns for m in msgs] == sorted(m.t_ns for m in msgs)
-    images = [m for m in msgs if m.topic == names.image_topic("cam")]
-    first = images[0].value
-    assert isinstance(first, Image) and first.encoding == "bgr8"
-    assert np.array_equal(first.data, frames[0].data)
+    images_read = [m for m in msgs if m.topic == image_topic]
+    first = images_read[0].value
+    if images == "compressed":
+        assert isinstance(first, CompressedFrame)
+        assert first.format == "bgr8; jpeg compressed bgr8" and first.data[:2] == b"\xff\xd8"
+        assert len(first.data) < frames[0].data.nbytes / 5
+        first = first.decode()
+        diff = np.abs(first.data.astype(int) - frames[0].data.astype(int)).mean()
+        assert first.data.shape == frames[0].data.shape and diff < 4.0
+    else:
+        assert isinstance(first, Image) and first.encoding == "bgr8"
+        assert np.array_equal(first.data, frames[0].data)
     assert first.stamp == pytest.approx(frames[0].stamp) and first.frame_id == "cam"
     assert all(isinstance(m.value, JointState) for m in msgs if m.topic == names.JOINT_STATES)
     events = [m.value for m in msgs if m.topic == names.AGENT_EVENTS]
@@ -68,7 +86,7 @@ def test_bag_metadata_keeps_the_graph_qos(tmp_path):
 
     with Reader(bag) as r:
         qos = {c.topic: c.ext.offered_qos_profiles[0] for c in r.connections}
-    assert qos["/cam/image_raw"].reliability.name == "BEST_EFFORT"
+    assert qos["/cam/image_raw/compressed"].reliability.name == "BEST_EFFORT"
     assert qos["/agent/state"].durability.name == "TRANSIENT_LOCAL"
     assert qos["/agent/events"].reliability.name == "RELIABLE"
 
@@ -93,4 +111,8 @@ def test_recorder_refuses_an_existing_bag_and_skips_bad_messages(tmp_path):
         BagRecorder(tmp_path / "b")
     with pytest.raises(ValueError, match="storage"):
         BagRecorder(tmp_path / "c", storage="zip")
+    with pytest.raises(ValueError, match="images must be one of"):
+        BagRecorder(tmp_path / "d", images="png")
+    with pytest.raises(ValueError, match="compression must be one of"):
+        BagRecorder(tmp_path / "e", compression="gzip")
     assert bag_summary(tmp_path / "b") == {names.JOINT_STATES: (names.T_JOINT_STATE, 1)}

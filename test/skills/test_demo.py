@@ -45,23 +45,33 @@ def test_demo_with_unreachable_planner_key_fails_at_start(tmp_path, capsys, monk
     assert rc == 2 and "ANTHROPIC_API_KEY" in err
 
 
-def test_demo_records_a_rosbag_with_the_graph_names(tmp_path, capsys):
+def test_demo_records_a_compact_rosbag_with_the_graph_names(tmp_path, capsys):
     from solarian_agent.ros.bag import bag_summary, read_bag
 
     rc = main(["--seed", "3", "--out", str(tmp_path), "--monitor", "none"])
     out = capsys.readouterr().out
     assert rc == 0, out
     bag = next(p for p in tmp_path.rglob("rosbag") if p.is_dir())
+    assert bag.parent / "logs" == next(tmp_path.rglob("events.jsonl")).parent  # beside the log
     summary = bag_summary(bag)
-    assert summary["overhead/image_raw"][0] == "sensor_msgs/msg/Image"
-    assert summary["wrist/image_raw"][0] == "sensor_msgs/msg/Image"
+    for cam in ("overhead", "wrist"):  # as image_transport's compressed transport names them
+        assert summary[f"{cam}/image_raw/compressed"][0] == "sensor_msgs/msg/CompressedImage"
+        assert f"{cam}/image_raw" not in summary
     assert summary["joint_states"] == ("sensor_msgs/msg/JointState", summary["joint_states"][1])
     assert summary["joint_states"][1] > 100
     assert summary["agent/events"][0] == "solarian_agent/msg/AgentEvent"
-    img = next(m for m in read_bag(bag, ["overhead/image_raw"]))
-    assert img.value.data.shape == (480, 640, 3)
+    img = next(m for m in read_bag(bag, ["overhead/image_raw/compressed"]))
+    assert img.value.decode().data.shape == (480, 640, 3)
     kinds = [m.value.kind for m in read_bag(bag, ["agent/events"])]
     assert "run_started" in kinds and "run_ended" in kinds
+    # the bag's stamps are the simulator's, started at the real time (not a fixed 2026 date)
+    import time
+
+    first = next(read_bag(bag, ["joint_states"])).t_ns * 1e-9
+    assert abs(first - time.time()) < 600
+    size = sum(f.stat().st_size for f in bag.iterdir())
+    seconds = sum(1 for _ in read_bag(bag, ["joint_states"])) / 50.0  # joint states at 50 Hz
+    assert size / seconds < 1.5e6, f"{size / seconds:.0f} bytes per simulated second"
 
 
 def test_a_tidied_table_leaves_no_plan_step_pending():

@@ -28,6 +28,7 @@ SUITES = {
     "monitor": "solarian_agent.benchmarks.monitor",
     "hw": "solarian_agent.benchmarks.hw",
     "ros": "solarian_agent.ros.bench",  # real rclpy (make ros); the node graph as processes
+    "recording": "solarian_agent.benchmarks.recording",
 }
 
 

@@ -155,7 +155,8 @@ def main(argv: Sequence[str] = ()) -> int:
         # the run's episode is opened now (the run then logs in it) so its bag lies beside its
         # logs, where the episode viewer looks: <session>/episodes/<episode>/rosbag
         if system.recorder is not None:
-            base = system.recorder.open_episode(a.task).dir.parent
+            system.planner.log = system.recorder.open_episode(a.task)  # the run's, when it starts
+            base = system.planner.log.dir.parent
         else:
             base = a.out / session_name(f"demo {a.task}")
         bag_dir = _free_dir(base / "rosbag")

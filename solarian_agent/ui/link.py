@@ -278,6 +278,10 @@ def describe_event(kind: str, data: Mapping[str, Any]) -> str:
     d = data
     g = d.get
     try:
+        if kind == "episode_started":
+            return f"episode {g('episode', '')} opened: {g('task', '') or '(no task yet)'}"
+        if kind == "episode_ended":
+            return f"episode {g('episode', '')} closed"
         if kind == "run_started":
             return f"run {g('run_id', '')} started: {g('task', '')}"
         if kind == "run_continued":

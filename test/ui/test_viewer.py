@@ -152,3 +152,57 @@ def test_bad_arguments(tmp_path, capsys):
     assert main_view_episode([str(tmp_path / "nope")]) == 2
     assert "no events.jsonl" in capsys.readouterr().err
     assert main_view_episode([str(tmp_path), "--fps", "0"]) == 2
+
+
+def test_plots_come_from_the_log_and_the_bag(demo, tmp_path):
+    from solarian_agent.ui.episode_plots import rule_text
+
+    out = tmp_path / "viewer.html"
+    assert main_view_episode([str(demo), "-o", str(out)]) == 0
+    data = page_data(out.read_text())
+    plots = data["plots"]
+    # the episode's own clock anchors the bag's stamps: frames, joints and events on one axis
+    ep = load_episode(demo)
+    assert ep.simulated and ep.anchor is not None
+    assert plots["t"] and plots["joints"] and len(plots["t"]) == len(plots["joints"][0]["values"])
+    assert 0 <= plots["t"][0] and plots["t"][-1] <= data["duration"] + 1e-6
+    # every action's span, with its outcome, in order
+    spans = {s["tool"]: s for s in plots["actions"]}
+    assert {"point_at", "spin", "wait"} <= set(spans)
+    assert spans["spin"]["outcome"] == "succeeded"  # finished by the monitor's decision
+    assert spans["point_at"]["start"] < spans["spin"]["start"] < spans["spin"]["end"]
+    finish = next(e["t"] for e in data["events"] if e["kind"] == "monitor_decision")
+    assert spans["spin"]["start"] < finish <= spans["spin"]["end"] + 0.5
+    # each monitor question with its answers; the toy's questions are not in its catalogue
+    questions = {(q["tool"], q["question"]): q for q in plots["monitor"]}
+    done = questions[("spin", "is the spin done?")]
+    assert [a["p"] for a in done["answers"]] == [0.97]
+    assert done["answers"][0]["decision"] == "finish" and done["defined"] is False
+    assert rule_text({"do": "escalate", "value": "failed", "threshold": 0.8, "consecutive": 2,
+                      "after_s": 6}) == "escalate on failed p >= 0.8 x2 in a row after 6 s"
+
+
+def test_monitor_rules_come_from_episode_started(tmp_path):
+    from solarian_agent.ui.episode_data import Episode
+    from solarian_agent.ui.episode_plots import monitor_plots
+
+    ep = Episode(tmp_path, None)
+    ep.events = [
+        {"kind": "episode_started", "_ts": 10.0, "monitor_questions": {"pick": [
+            {"name": "progress", "type": "choice", "choices": {"approaching": "", "failed": ""},
+             "when": [{"do": "escalate", "value": "failed", "threshold": 0.8}]}],
+            "place": [{"name": "released", "type": "predicate",
+                       "when": {"do": "finish", "threshold": 0.7}}]}},
+        {"kind": "monitor_answer", "_ts": 11.0, "tool": "pick", "question": "progress",
+         "value": "approaching", "probability": 0.6, "decision": ""},
+        {"kind": "monitor_answer", "_ts": 12.5, "tool": "place", "question": "released",
+         "value": "true", "probability": 0.9, "decision": "finish"},
+    ]
+    pick, place = monitor_plots(ep, 10.0)
+    assert pick["values"] == ["approaching", "failed"] and pick["answers"][0]["t"] == 1.0
+    assert [(r["do"], r["value"], r["threshold"]) for r in pick["rules"]] == [
+        ("escalate", "failed", 0.8)]
+    assert place["rules"][0]["value"] == "true" and place["rules"][0]["threshold"] == 0.7
+    assert place["rules"][0]["text"] == "finish on true p >= 0.7"
+    assert place["answers"] == [{"t": 2.5, "value": "true", "p": 0.9, "decision": "finish",
+                                 "action": ""}]

@@ -29,34 +29,32 @@
     return best;
   }
 
-  function colour(name) {
-    let h = 0;
-    for (const ch of name) h = (h * 31 + ch.charCodeAt(0)) % 360;
-    return "hsl(" + h + ", 90%, 60%)";
-  }
-
+  // the controller's own drawing (perception.tracker / images.draw_points): the outline of
+  // each tracked mask, 1 px magenta; a box without a mask as its outline; a point as a cross
+  // in a circle; nothing filled, so the pixels under it stay visible
+  const MAGENTA = "#ff00ff";
   function drawOverlay(ctx, ov, w, h) {
     const sx = w / (ov.size[1] || w), sy = h / (ov.size[0] || h);
+    ctx.strokeStyle = MAGENTA; ctx.lineWidth = 1;
     for (const s of ov.shapes || []) {
-      const c = colour(s.field || "");
-      ctx.strokeStyle = c; ctx.fillStyle = c; ctx.lineWidth = 2;
-      for (const poly of s.polys || []) {
+      const polys = s.polys || [];
+      for (const poly of polys) {
         if (poly.length < 2) continue;
         ctx.beginPath();
         poly.forEach((p, k) => (k ? ctx.lineTo(p[0] * sx, p[1] * sy) : ctx.moveTo(p[0] * sx, p[1] * sy)));
         ctx.closePath();
-        ctx.globalAlpha = 0.3; ctx.fill(); ctx.globalAlpha = 1; ctx.stroke();
+        ctx.stroke();
       }
-      if (s.box) {
+      if (s.box && !polys.length) {
         ctx.strokeRect(s.box[0] * sx, s.box[1] * sy, (s.box[2] - s.box[0]) * sx, (s.box[3] - s.box[1]) * sy);
       }
       if (s.point) {
-        ctx.beginPath(); ctx.arc(s.point[0] * sx, s.point[1] * sy, 6, 0, 2 * Math.PI); ctx.stroke();
-        ctx.beginPath(); ctx.arc(s.point[0] * sx, s.point[1] * sy, 2, 0, 2 * Math.PI); ctx.fill();
+        const x = s.point[0] * sx, y = s.point[1] * sy;
+        ctx.lineWidth = 2;
+        ctx.beginPath(); ctx.moveTo(x - 7, y); ctx.lineTo(x + 7, y); ctx.moveTo(x, y - 7); ctx.lineTo(x, y + 7); ctx.stroke();
+        ctx.lineWidth = 1;
+        ctx.beginPath(); ctx.arc(x, y, 9, 0, 2 * Math.PI); ctx.stroke();
       }
-      const lx = s.box ? s.box[0] * sx : s.point ? s.point[0] * sx + 8 : 4;
-      const ly = s.box ? Math.max(12, s.box[1] * sy - 4) : s.point ? s.point[1] * sy - 8 : 14;
-      ctx.font = "12px sans-serif"; ctx.fillText(s.field || "", lx, ly);
     }
   }
 
@@ -65,16 +63,11 @@
     D.cameras.forEach((cam, ci) => {
       const { canvas, caption } = canvases[ci];
       const ctx = canvas.getContext("2d");
-      const k = frameAt(cam.frames, V.T);
-      if (k < 0) {
-        ctx.fillStyle = "#000"; ctx.fillRect(0, 0, canvas.width, canvas.height);
-        ctx.fillStyle = "#8b95a5"; ctx.font = "14px sans-serif";
-        ctx.fillText("no frame yet", 12, 24);
-        caption.textContent = cam.topic;
-        canvas.dataset.frame = "-1";
-        return;
-      }
-      const [t, idx, ovs] = cam.frames[k];
+      if (!cam.frames.length) return;
+      // before a camera's first frame the page shows that frame (it opens on the first frames)
+      const k = Math.max(0, frameAt(cam.frames, V.T));
+      const [t, idx, ovs0] = cam.frames[k];
+      const ovs = t <= V.T + 1e-6 ? ovs0 : [];
       const im = frameImage(idx);
       if (im.complete && im.naturalWidth) {
         if (canvas.width !== im.naturalWidth) { canvas.width = im.naturalWidth; canvas.height = im.naturalHeight; }
@@ -86,9 +79,10 @@
         " · " + t.toFixed(2) + " s" + (ovs.length ? " · " + ovs.length + " overlays" : "");
     });
     document.body.dataset.overlaysShown = String(shownOverlays);
-    $("playhead").style.left = (100 * V.T / duration) + "%";
+    $("playhead").style.left = "calc(var(--label-w) + (100% - var(--label-w)) * " + (V.T / duration) + ")";
     $("clock").textContent = V.T.toFixed(2) + " / " + duration.toFixed(2) + " s";
-    if (D.t0) $("abs").textContent = new Date((D.t0 + V.T) * 1000).toISOString();
+    if (D.simulated) $("abs").textContent = "simulated time · run started " + D.t0_iso;
+    else if (D.t0) $("abs").textContent = new Date((D.t0 + V.T) * 1000).toISOString();
     markEvents();
   }
 
@@ -220,28 +214,12 @@
     p.textContent = "No frames: no rosbag recording was found and the log names no images.";
     $("videos").append(p);
   }
-  D.events.forEach((ev, i) => {
-    if (ev.t === null) return;
-    const m = document.createElement("div");
-    m.className = "mark";
-    m.dataset.cat = ev.cat;
-    m.dataset.i = String(i);
-    if (ev.decision) m.dataset.decision = ev.decision;
-    m.style.left = (100 * ev.t / duration) + "%";
-    m.title = ev.t.toFixed(2) + " s " + ev.kind;
-    $("lanes").append(m);
-  });
-
-  $("timeline").addEventListener("click", (e) => {
-    const mark = e.target.closest(".mark");
-    if (mark) {
-      const ev = D.events[Number(mark.dataset.i)];
+  EpisodePlots.build(D, $("rows"), (t, i) => {
+    if (i !== null) {  // a mark: its moment, and what it was
+      const ev = D.events[i];
       seek(ev.t);
-      if (ev.turn) showTurn(ev.turn); else showEvent(Number(mark.dataset.i));
-      return;
-    }
-    const r = $("timeline").getBoundingClientRect();
-    seek(duration * (e.clientX - r.left) / r.width);
+      if (ev.turn) showTurn(ev.turn); else showEvent(i);
+    } else seek(t);
   });
   $("events").addEventListener("click", (e) => {
     const link = e.target.closest("a.turn-link");

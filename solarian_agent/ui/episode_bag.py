@@ -1,0 +1,203 @@
+"""The rosbag2 side of an episode for the viewer: camera frames (raw or compressed), joint
+states, and the agent's, operator's and monitor's topics where the log lacks them, each put on
+the episode's time axis (see :mod:`.episode_data`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..core import names
+from .episode_data import Episode, Frame, encode_frame, iso, iso_to_epoch
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _BagMsg:
+    topic: str
+    type: str
+    t_ns: int
+    value: Any
+
+
+def _iter_bag(path: Path) -> Iterator[_BagMsg]:
+    try:
+        from ..ros.bag import read_bag
+    except ImportError:
+        read_bag = None  # type: ignore[assignment]
+    if read_bag is not None:
+        for m in read_bag(path):  # a compressed camera is shown as its camera
+            yield _BagMsg(m.topic.removesuffix("/compressed"), m.type, m.t_ns, m.value)
+        return
+    yield from _iter_bag_rosbags(path)
+
+
+def _iter_bag_rosbags(path: Path) -> Iterator[_BagMsg]:
+    """Images straight from ``rosbags`` (used when solarian_agent.ros.bag is unavailable)."""
+    from rosbags.rosbag2 import Reader
+    from rosbags.typesys import Stores, get_typestore
+
+    from ..core.messages import Image
+
+    store = get_typestore(Stores.ROS2_HUMBLE)
+    with Reader(path) as reader:
+        conns = [c for c in reader.connections
+                 if c.msgtype in (names.T_IMAGE, "sensor_msgs/msg/CompressedImage")]
+        for conn, t_ns, raw in reader.messages(connections=conns):
+            msg: Any = store.deserialize_cdr(raw, conn.msgtype)
+            stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+            topic = conn.topic.lstrip("/")
+            if conn.msgtype == names.T_IMAGE:
+                a = np.frombuffer(bytes(msg.data), np.uint8)
+                ch = {"mono8": 1, "rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4}.get(
+                    msg.encoding, 0)
+                if not ch:
+                    continue
+                a = a.reshape(msg.height, msg.step)[:, :msg.width * ch].reshape(
+                    msg.height, msg.width, ch) if ch > 1 else a.reshape(msg.height, msg.step)[
+                    :, :msg.width]
+                yield _BagMsg(topic, conn.msgtype, t_ns,
+                              Image(a, stamp, msg.header.frame_id, 0, msg.encoding))
+            else:
+                yield _BagMsg(topic, conn.msgtype, t_ns,
+                              {"jpeg": bytes(msg.data), "stamp": stamp})
+
+
+def load_bag(ep: Episode, bag: Path, fps: float, max_side: int, max_frames: int,
+              quality: int, offset: float | None) -> float | None:
+    """Read one bag into ``ep``; returns the offset from bag time to log time it used."""
+    have_log = ep.log_dir is not None and bool(ep.events)
+    log_kinds = {e.get("kind") for e in ep.events}
+    images: list[_BagMsg] = []
+    joints: list[tuple[float, int, tuple[str, ...], tuple[float, ...]]] = []
+    extra: list[dict[str, Any]] = []
+    offsets: list[float] = []  # log time - bag time, from agent events
+    stamp_offsets: list[float] = []  # log time - the run's own clock, from event/state pairs
+    last_event: tuple[int, float] | None = None  # (message index, log time)
+    bad = 0
+    for n, m in enumerate(_iter_bag(bag)):
+        try:
+            v = m.value
+            if m.type in (names.T_IMAGE, "sensor_msgs/msg/CompressedImage"):
+                images.append(m)
+            elif m.type == names.T_JOINT_STATE:
+                joints.append((float(v.stamp), m.t_ns, tuple(v.name), tuple(v.position)))
+            elif m.type == names.T_AGENT_STATE:
+                # the planner publishes its state in the same tick as the event before it:
+                # that pairs the run's clock (stamps) with the log's (ISO times)
+                stamp = float(getattr(v, "stamp", 0.0) or 0.0)
+                if last_event is not None and n - last_event[0] <= 50 and stamp > 0:
+                    stamp_offsets.append(last_event[1] - stamp)
+            elif m.type == names.T_AGENT_EVENT:
+                t = _event_axis(ep, v)
+                if t is not None:
+                    offsets.append(t - m.t_ns * 1e-9)
+                    last_event = (n, t)
+                if not have_log:
+                    extra.append({"t": v.t, "kind": v.kind, **dict(v.data), "_ts": t,
+                                  "_src": "bag"})
+            elif m.type == names.T_OPERATOR_EVENT:
+                extra.append({"kind": "operator_event", "by": "operator", "action": v.kind,
+                              "detail": dict(v.detail), "_bag_ns": m.t_ns, "_stamp": v.stamp,
+                              "_src": "bag"})
+            elif m.type == names.T_MONITOR_VERDICT and "monitor_answer" not in log_kinds:
+                extra.append({"kind": "monitor_verdict", "action_id": v.action_id,
+                              "tool": v.tool, "question": v.question, "value": v.value,
+                              "probability": v.probability, "decision": v.decision,
+                              "reason": v.reason, "source": v.source, "_bag_ns": m.t_ns,
+                              "_stamp": v.stamp, "_src": "bag"})
+        except Exception:
+            bad += 1
+    if bad:
+        ep.warnings.append(f"{bag.name}: {bad} messages could not be read")
+    if offsets:
+        offsets.sort()
+        offset = offsets[len(offsets) // 2]
+    elif offset is None:
+        offset = _guess_offset(ep, images)
+    stamp_offset = None
+    if stamp_offsets:
+        stamp_offsets.sort()
+        stamp_offset = stamp_offsets[len(stamp_offsets) // 2]
+
+    def bag_time(t_ns: int) -> float:
+        return t_ns * 1e-9 + (offset or 0.0)
+
+    def when(stamp: float, t_ns: int) -> float:
+        """A message's time on the axis: its own stamp through the log's clock anchor, else
+        its stamp when that is on the log's clock (ROS time) or maps onto it (a monotonic or
+        simulated run clock), else the time the bag received it."""
+        exact = ep.stamp_time(stamp) if stamp > 0 else None
+        if exact is not None:
+            return exact
+        if stamp > 1e9 and abs(offset or 0.0) < 5.0:
+            return stamp
+        if 0 < stamp < 1e9 and stamp_offset is not None:
+            return stamp + stamp_offset
+        return bag_time(t_ns)
+
+    for e in extra:
+        if "_bag_ns" in e:
+            e["_ts"] = when(float(e.pop("_stamp", 0.0) or 0.0), e.pop("_bag_ns"))
+            if not ep.simulated:
+                e["t"] = iso(e["_ts"])
+        e["_n"] = len(ep.events)
+        ep.events.append(e)
+    last_joint = -1e18
+    for stamp, t_ns, jnames, pos in joints:  # at most 25 samples a second for the plots
+        t = when(stamp, t_ns)
+        if t - last_joint >= 0.04 - 1e-9:
+            ep.joints.append((t, jnames, pos))
+            last_joint = t
+    last: dict[str, float] = {}
+    truncated: dict[str, int] = {}
+    for m in images:
+        v = m.value
+        stamp = float(v["stamp"] if isinstance(v, dict) else getattr(v, "stamp", 0.0))
+        t = when(stamp, m.t_ns)
+        frames = ep.frames.setdefault(m.topic, [])
+        if m.topic in last and t - last[m.topic] < 1.0 / fps - 1e-6:
+            continue
+        if len(frames) >= max_frames:
+            truncated[m.topic] = truncated.get(m.topic, 0) + 1
+            continue
+        enc = encode_frame(v, max_side, quality)
+        if enc is None:
+            continue
+        last[m.topic] = t
+        frames.append(Frame(t, stamp, enc[0], enc[1], enc[2]))
+    for topic, n in truncated.items():
+        ep.warnings.append(f"{topic}: {n} frames after the first {max_frames} left out "
+                           "(--max-frames)")
+    for topic in [t for t, f in ep.frames.items() if not f]:
+        del ep.frames[topic]
+    return offset
+
+
+def _guess_offset(ep: Episode, images: list[_BagMsg]) -> float:
+    """Bag and log clocks with nothing to pair them: align the first frame with the first
+    event when they are far apart (a simulated clock), else trust them."""
+    ts = [float(e["_ts"]) for e in ep.events if e.get("_ts") is not None]
+    if not ts or not images:
+        return 0.0
+    first = images[0].t_ns * 1e-9
+    if abs(first - min(ts)) > 3600:
+        ep.warnings.append("the bag and the log share no clock; aligned the first frame with "
+                           "the first event")
+        return min(ts) - first
+    return 0.0
+
+
+
+def _event_axis(ep: Episode, ev: Any) -> float | None:
+    """An agent event's time on the axis: its sim_t on a simulated episode, else its t."""
+    if ep.simulated:
+        sim_t = dict(getattr(ev, "data", {}) or {}).get("sim_t")
+        return float(sim_t) if isinstance(sim_t, (int, float)) else None
+    return iso_to_epoch(getattr(ev, "t", None))

@@ -232,6 +232,15 @@ def test_replay_launch_plays_the_bag_into_the_monitor(fake_launch):
     assert graph.check_graph(g, CHAT) == []
     rec = next(p for p in procs if p.kwargs["cmd"][:3] == ["ros2", "bag", "record"])
     assert rec.kwargs["cmd"][-1] == "/monitor/verdicts"
+    # a bag with compressed images (the embedded recorder's) reaches the monitor raw
+    assert "/overhead/image_raw/compressed" in play.kwargs["cmd"]
+    rep = {n.kwargs["name"]: n.kwargs for n in nodes if n.kwargs["package"] == "image_transport"}
+    assert set(rep) == {"republish_overhead", "republish_wrist"}
+    assert rep["republish_wrist"]["arguments"] == ["compressed", "raw"]
+    assert ("in/compressed", "/wrist/image_raw/compressed") in rep["republish_wrist"]["remappings"]
+    feeds = [n.label for n in g for e, full in n.resolved()
+             if e.kind == "publisher" and full == "/wrist/image_raw"]
+    assert "/republish_wrist" in feeds
 
 
 def test_rviz_follows_the_namespace(fake_launch):

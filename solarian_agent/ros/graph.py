@@ -284,9 +284,16 @@ def bag_player(topics: Sequence[tuple[str, str, QoS]]) -> NodeSpec:
                     description="rosbag2 player")
 
 
+T_COMPRESSED_IMAGE = "sensor_msgs/msg/CompressedImage"
+
+
 def replay_topics(cameras: Sequence[str]) -> list[tuple[str, str, QoS]]:
-    """What replay.launch.py plays into the monitor (and how the graph published it)."""
+    """What replay.launch.py plays into the monitor (and how the graph published it): raw
+    images (a graph recording) and compressed ones (the embedded recorder's, republished raw
+    by image_transport), the readings and the skill events."""
     out = [(names.image_topic(c), names.T_IMAGE, SENSOR_DATA) for c in cameras]
+    out += [(names.image_topic(c) + "/compressed", T_COMPRESSED_IMAGE, SENSOR_DATA)
+            for c in cameras]
     out += [(names.JOINT_STATES, names.T_JOINT_STATE, RELIABLE),
             (names.SKILL_EVENTS, names.T_AGENT_EVENT, SKILL_EVENTS_QOS)]
     return out

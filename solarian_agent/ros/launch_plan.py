@@ -81,6 +81,8 @@ REPLAY_ARGS = (
     Arg("log_root", "", "episode log directory for the monitor's ticks"),
     Arg("record", "false", "record the replayed monitor's verdicts to out_bag"),
     Arg("out_bag", "", "bag directory for record:=true (default: <bag>_verdicts)"),
+    Arg("republish", "auto", "republish compressed camera images raw with image_transport "
+                             "(auto: when installed)"),
 )
 
 LAUNCH_ARGS = {"sim": SIM_ARGS, "robot": ROBOT_ARGS, "replay": REPLAY_ARGS}
@@ -242,6 +244,13 @@ def replay_plan(args: Mapping[str, str], share: Path, cameras: Sequence[str] | N
                 parameters={"config_file": cfg, "log_root": args.get("log_root", ""),
                             "use_sim_time": True}),
     ]
+    republish = _optional_package(args, "republish", "image_transport")
+    for c in cameras if republish else ():  # compressed images (the embedded recorder's)
+        raw = graph.expand(f"{c}/image_raw", ns)
+        out.append(Planned(package="image_transport", executable="republish",
+                           name=f"republish_{c}", arguments=["compressed", "raw"],
+                           parameters={"use_sim_time": True},
+                           remappings=[("in/compressed", raw + "/compressed"), ("out", raw)]))
     if _true(args.get("record", "false")):
         out_bag = args.get("out_bag") or f"{bag.rstrip('/')}_verdicts"
         out.append(Planned(cmd=["ros2", "bag", "record", "-s", "mcap", "-o", out_bag,
@@ -281,6 +290,12 @@ def external_spec(package: str, executable: str, cameras: Sequence[str]) -> grap
         return graph.NodeSpec(executable, "robot_state_publisher", (
             graph.Endpoint("subscription", "joint_states", "sensor_msgs/msg/JointState",
                            graph.RELIABLE, bridged=False),))
+    if package == "image_transport":  # republish compressed -> raw (one per camera)
+        return graph.NodeSpec(executable, "republish", (
+            graph.Endpoint("subscription", "in/compressed", graph.T_COMPRESSED_IMAGE,
+                           graph.SENSOR_DATA, bridged=False),
+            graph.Endpoint("publisher", "out", "sensor_msgs/msg/Image", graph.SENSOR_DATA,
+                           bridged=False)))
     if package == "rviz2":  # the displays of config/agent.rviz
         eps = [graph.Endpoint("subscription", f"{c}/image_raw", "sensor_msgs/msg/Image",
                               graph.SENSOR_DATA, bridged=False) for c in cameras]

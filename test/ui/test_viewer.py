@@ -165,7 +165,7 @@ def test_plots_come_from_the_log_and_the_bag(demo, tmp_path):
     ep = load_episode(demo)
     assert ep.simulated and ep.anchor is not None
     assert plots["t"] and plots["joints"] and len(plots["t"]) == len(plots["joints"][0]["values"])
-    assert 0 <= plots["t"][0] and plots["t"][-1] <= data["duration"] + 1e-6
+    assert plots["t"][0] >= 0 and plots["t"][-1] <= data["duration"] + 1e-6
     # every action's span, with its outcome, in order
     spans = {s["tool"]: s for s in plots["actions"]}
     assert {"point_at", "spin", "wait"} <= set(spans)

@@ -134,12 +134,10 @@ def compress_image(codec: cv.Codec, img: Image, quality: int = 80) -> Any:
     compressed_image_transport writes it: ``"bgr8; jpeg compressed bgr8"``)."""
     import cv2
 
-    a = np.asarray(img.data)
+    from ..perception.images import to_bgr
+
     enc = img.encoding
-    if a.ndim == 3 and enc == "rgb8":
-        a, enc = cv2.cvtColor(a, cv2.COLOR_RGB2BGR), "bgr8"
-    elif a.ndim == 3 and a.shape[2] == 4:
-        a = cv2.cvtColor(a, cv2.COLOR_RGBA2BGR if enc == "rgba8" else cv2.COLOR_BGRA2BGR)
+    a = to_bgr(np.asarray(img.data), enc)
     ok, buf = cv2.imencode(".jpg", a, [int(cv2.IMWRITE_JPEG_QUALITY), int(quality)])
     if not ok:
         raise cv.ConvertError(f"{T_COMPRESSED}: JPEG encoding of a {a.shape} image failed")

@@ -187,7 +187,11 @@ def load_log(ep: Episode, log_dir: Path) -> None:
 
 
 def encode_frame(img: Any, max_side: int, quality: int) -> tuple[bytes, int, int] | None:
+    """A frame for the page (an Image, a CompressedFrame or ``{"jpeg": bytes}``) as a JPEG at
+    most ``max_side``; None when it does not decode."""
     import cv2
+
+    from ..perception.images import jpeg_preview
 
     if hasattr(img, "format") and isinstance(getattr(img, "data", None), bytes):
         img = {"jpeg": img.data}  # a CompressedFrame from read_bag
@@ -195,22 +199,9 @@ def encode_frame(img: Any, max_side: int, quality: int) -> tuple[bytes, int, int
         a = cv2.imdecode(np.frombuffer(img["jpeg"], np.uint8), cv2.IMREAD_COLOR)
         if a is None:
             return None
-        enc = "bgr8"
-    else:
-        a = np.asarray(img.data)
-        enc = getattr(img, "encoding", "bgr8")
-    if a.ndim == 3 and enc == "rgb8":
-        a = cv2.cvtColor(a, cv2.COLOR_RGB2BGR)
-    elif a.ndim == 3 and a.shape[2] == 4:
-        a = cv2.cvtColor(a, cv2.COLOR_RGBA2BGR if enc == "rgba8" else cv2.COLOR_BGRA2BGR)
-    h, w = a.shape[:2]
-    if max(h, w) > max_side:
-        s = max_side / max(h, w)
-        a = cv2.resize(a, (max(1, round(w * s)), max(1, round(h * s))),
-                       interpolation=cv2.INTER_AREA)
-    ok, buf = cv2.imencode(".jpg", a, [int(cv2.IMWRITE_JPEG_QUALITY), quality])
-    return (bytes(buf), w, h) if ok else None
-
+        return jpeg_preview(a, "bgr8", max_side, quality)
+    return jpeg_preview(np.asarray(img.data), getattr(img, "encoding", "bgr8"), max_side,
+                        quality)
 
 
 def iso(t: float) -> str:

@@ -544,23 +544,13 @@ class PanelHub:
 
 
 def encode_jpeg(img: Image, max_side: int = 640, quality: int = 80) -> bytes:
-    import cv2
+    from ..perception.images import jpeg_preview
 
-    a = np.asarray(img.data)
-    if img.encoding == "rgb8":
-        a = cv2.cvtColor(a, cv2.COLOR_RGB2BGR)
-    elif img.encoding in ("rgba8", "bgra8"):
-        a = cv2.cvtColor(a, cv2.COLOR_RGBA2BGR if img.encoding == "rgba8"
-                         else cv2.COLOR_BGRA2BGR)
-    h, w = a.shape[:2]
-    if max(h, w) > max_side:
-        s = max_side / max(h, w)
-        a = cv2.resize(a, (max(1, round(w * s)), max(1, round(h * s))),
-                       interpolation=cv2.INTER_AREA)
-    ok, buf = cv2.imencode(".jpg", a, [int(cv2.IMWRITE_JPEG_QUALITY), quality])
-    if not ok:
+    enc = jpeg_preview(np.asarray(img.data), img.encoding, max_side, quality)
+    if enc is None:
+        h, w = np.asarray(img.data).shape[:2]
         raise ValueError(f"could not encode a {img.encoding} frame of {w}x{h} as JPEG")
-    return bytes(buf)
+    return enc[0]
 
 
 # ----------------------------------------------------------------------------------------

@@ -39,12 +39,14 @@ CHILD = textwrap.dedent("""
             rec.write(names.image_topic("cam"), names.T_IMAGE, Image(img, float(seq), "cam"))
 """)
 
-# when to kill: (what to wait for, how many of them, then how many more lines of any kind)
+# when to kill, by what the recorder has reported: (the report to wait for, how many of them,
+# then how many more reports of any kind); the writer goes on meanwhile, so the kill lands
+# anywhere in its work (a chunk, a split's footer, the metadata)
 KILL_POINTS = {
-    "before the first split closes": ("flush", 2, 0),
-    "right after a split closed": ("split", 2, 0),
-    "between two flushes of a split": ("split", 3, 3),
-    "late in the run": ("split", 6, 1),
+    "at the first flush (usually before any split)": ("flush", 1, 0),
+    "right after the 2nd split": ("split", 2, 0),
+    "3 reports after the 3rd split (mid-split)": ("split", 3, 3),
+    "1 report after the 6th split": ("split", 6, 1),
 }
 
 

@@ -18,7 +18,6 @@ from ..core.images import (
 )
 
 
-
 def to_bgr(a: np.ndarray, encoding: str) -> np.ndarray:
     """A frame's pixels as BGR (rgb8, rgba8 and bgra8 converted; bgr8 and grey as they are)."""
     if a.ndim == 3 and encoding == "rgb8":

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from rosbags.rosbag2 import Reader
 
+from solarian_agent.cli import main as cli
 from solarian_agent.core import names
 from solarian_agent.ros.bag import CompressedFrame, read_bag
 
@@ -59,7 +60,7 @@ def _joints(bag) -> list[int]:
 
 
 @pytest.mark.parametrize("point", list(KILL_POINTS))
-def test_kill_9_at_any_moment_leaves_a_readable_repairable_bag(tmp_path, point):
+def test_kill_9_at_any_moment_leaves_a_readable_repairable_bag(tmp_path, capsys, point):
     kind, n, then = KILL_POINTS[point]
     bag = tmp_path / "rosbag"
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(bag)], stdout=subprocess.PIPE,
@@ -93,11 +94,9 @@ def test_kill_9_at_any_moment_leaves_a_readable_repairable_bag(tmp_path, point):
     assert listed >= durable["split"]
     assert sum(1 for _ in read_bag(bag)) == listed
 
-    # bag-repair recovers every message the recorder had reported flushed to disk
-    out = subprocess.run([sys.executable, "-m", "solarian_agent.cli", "bag-repair", str(bag)],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert "metadata.yaml:" in out.stdout
+    # `solarian-agent bag-repair DIR` recovers every message the recorder had reported flushed
+    assert cli(["bag-repair", str(bag)]) == 0
+    assert "metadata.yaml:" in capsys.readouterr().out
     msgs = list(read_bag(bag))
     assert len(msgs) >= max(durable.values()) and len(msgs) >= listed
     joints = _joints(bag)
@@ -109,5 +108,6 @@ def test_kill_9_at_any_moment_leaves_a_readable_repairable_bag(tmp_path, point):
         img = frames[-1].decode()
         assert img.data.shape == (240, 320, 3) and np.asarray(img.data).std() > 10
     assert [m.t_ns for m in msgs] == sorted(m.t_ns for m in msgs)
-    print(f"kill {point}: reported durable {durable}; readable as left {listed} messages "
-          f"({len(as_left)} joint states); after bag-repair {len(msgs)} ({len(joints)})")
+    with capsys.disabled():
+        print(f"kill {point}: reported durable {durable}; readable as left {listed} messages "
+              f"({len(as_left)} joint states); after bag-repair {len(msgs)} ({len(joints)})")

@@ -153,18 +153,6 @@ def launched_graph(nodes: list[_Node], processes: list[_Process], namespace: str
         spec = launch_plan.spec_for(k["package"], k["executable"], params, tools, cams)
         out.append(graph.LaunchedNode(spec, k.get("name", ""), k.get("namespace", ""),
                                       tuple(k.get("remappings", ()))))
-    for p in processes:
-        cmd = p.kwargs["cmd"]
-        if cmd[:3] != ["ros2", "bag", "play"]:
-            continue
-        played = cmd[cmd.index("--topics") + 1:]
-        cams = cams or list(components.load_config().cameras)
-        table = {graph.expand(name, namespace): (name, t, q)
-                 for name, t, q in graph.replay_topics(cams)}
-        unknown = [t for t in played if t not in table]
-        assert not unknown, f"bag play topics {unknown} are not recorded graph topics"
-        out.append(graph.LaunchedNode(graph.bag_player([table[t] for t in played]),
-                                      namespace=namespace))
     return out
 
 
@@ -224,23 +212,21 @@ def test_replay_launch_plays_the_bag_into_the_monitor(fake_launch):
     nodes, procs, _ = run_launch("replay", bag="/data/ep1", record="true")
     nsn, nsp, _ = run_launch("replay", bag="/data/ep1", namespace="r2")
     assert graph.check_graph(launched_graph(nsn, nsp, "r2"), CHAT) == []
-    play = next(p for p in procs if p.kwargs["cmd"][:3] == ["ros2", "bag", "play"])
-    assert "--clock" in play.kwargs["cmd"] and "/data/ep1" in play.kwargs["cmd"]
+    # the package's own player (no rosbag2 needed): /clock and the replayed topics
+    play = next(n for n in nodes if n.kwargs["executable"] == "bag_player")
+    assert play.kwargs["parameters"][0]["bag"] == "/data/ep1"
     monitor = next(n for n in nodes if n.kwargs["executable"] == "monitor_node")
     assert monitor.kwargs["parameters"][0]["use_sim_time"] is True
     g = launched_graph(nodes, procs)
     assert graph.check_graph(g, CHAT) == []
     rec = next(p for p in procs if p.kwargs["cmd"][:3] == ["ros2", "bag", "record"])
     assert rec.kwargs["cmd"][-1] == "/monitor/verdicts"
-    # a bag with compressed images (the embedded recorder's) reaches the monitor raw
-    assert "/overhead/image_raw/compressed" in play.kwargs["cmd"]
-    rep = {n.kwargs["name"]: n.kwargs for n in nodes if n.kwargs["package"] == "image_transport"}
-    assert set(rep) == {"republish_overhead", "republish_wrist"}
-    assert rep["republish_wrist"]["arguments"] == ["compressed", "raw"]
-    assert ("in/compressed", "/wrist/image_raw/compressed") in rep["republish_wrist"]["remappings"]
-    feeds = [n.label for n in g for e, full in n.resolved()
-             if e.kind == "publisher" and full == "/wrist/image_raw"]
-    assert "/republish_wrist" in feeds
+    # a bag with compressed images (the embedded recorder's) reaches the monitor raw: the
+    # player decodes them onto the raw topics, and publishes the clock the nodes follow
+    feeds = {full: n.label for n in g for e, full in n.resolved() if e.kind == "publisher"}
+    assert feeds["/wrist/image_raw"] == "/bag_player"
+    assert feeds["/clock"] == "/bag_player"
+    assert not any(n.kwargs["package"] == "image_transport" for n in nodes)
 
 
 def test_rviz_follows_the_namespace(fake_launch):
@@ -266,7 +252,8 @@ def test_launch_parameters_keep_their_types(fake_launch):
         ("arm_node", "simulated_bus"): bool, ("arm_node", "port"): str,
         ("arm_node", "arm_config"): str, ("skills_node", "tool_set"): str,
         ("planner_node", "planner_provider"): str, ("planner_node", "log_root"): str,
-        ("monitor_node", "log_root"): str,
+        ("monitor_node", "log_root"): str, ("bag_player", "bag"): str,
+        ("bag_player", "rate"): float, ("bag_player", "delay"): float,
     }
     seen = set()
     for kind, over in (("sim", {"seed": "3", "grasp_fail_p": "0", "slip_p": "1"}),

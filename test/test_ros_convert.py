@@ -103,6 +103,7 @@ SAMPLES: dict[str, object] = {
     names.T_OPERATOR_EVENT: OperatorEvent("takeover", {"note": "mine", "keys": ["w"]}, 8.0),
     names.T_GENERATION: Generation(5, "operator takeover"),
     names.T_HEARTBEAT: Heartbeat(12.5, "planner", "running", 3),
+    cv.T_CLOCK: 1790000123.25,
     cv.T_SIM_TRUTH: {"t": 1.5, "objects": {"red_cup": {"location": "table", "xy": [0.2, 0.1]}},
                      "success": False},
     cv.T_STRING: {"a": 1},

@@ -486,6 +486,17 @@ def generation_from_ros(msg: Any) -> Generation:
     return Generation(int(msg.value), str(msg.reason))
 
 
+T_CLOCK = "rosgraph_msgs/msg/Clock"
+
+
+def clock_to_ros(c: Codec, t: float) -> Any:
+    return c.new(T_CLOCK, clock=time_to_ros(c, float(t)))
+
+
+def clock_from_ros(msg: Any) -> float:
+    return time_from_ros(msg.clock)
+
+
 def heartbeat_to_ros(c: Codec, h: Heartbeat) -> Any:
     return c.new(names.T_HEARTBEAT, stamp=time_to_ros(c, h.stamp), node=str(h.node),
                  status=str(h.status), generation=int(h.generation))
@@ -745,6 +756,7 @@ TO_ROS: dict[str, ToRos] = {
     names.T_OPERATOR_EVENT: operator_event_to_ros,
     names.T_GENERATION: generation_to_ros,
     names.T_HEARTBEAT: heartbeat_to_ros,
+    T_CLOCK: clock_to_ros,
     T_STRING: string_to_ros,
     T_SIM_TRUTH: lambda c, d: c.new(T_SIM_TRUTH, truth_json=_json_out(d)),
     f"{PKG}/msg/ToolSpec": tool_spec_to_ros,
@@ -800,6 +812,7 @@ FROM_ROS: dict[str, FromRos] = {
     names.T_OPERATOR_EVENT: operator_event_from_ros,
     names.T_GENERATION: generation_from_ros,
     names.T_HEARTBEAT: heartbeat_from_ros,
+    T_CLOCK: clock_from_ros,
     T_STRING: string_from_ros,
     T_SIM_TRUTH: lambda m: _json_in(str(m.truth_json), f"{T_SIM_TRUTH}.truth_json", dict, {}),
     f"{PKG}/msg/ToolSpec": tool_spec_from_ros,

@@ -57,6 +57,12 @@ OPTIONAL_INPUTS: dict[str, str] = {
 
 DEFAULT_SIM_CAMERAS = ("overhead", "wrist")
 
+# the one absolute name: ROS time (use_sim_time) listens on /clock whatever the namespace
+CLOCK = "/clock"
+T_CLOCK = "rosgraph_msgs/msg/Clock"
+CLOCK_QOS = QoS(depth=1, best_effort=True)  # as rclpy's TimeSource subscribes to it
+GLOBAL_NAMES = (CLOCK,)
+
 
 @dataclass(frozen=True)
 class Endpoint:
@@ -69,7 +75,7 @@ class Endpoint:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"endpoint kind {self.kind!r} is not one of {KINDS}")
-        if self.name.startswith("/"):
+        if self.name.startswith("/") and self.name not in GLOBAL_NAMES:
             raise ValueError(f"endpoint {self.name!r}: names are relative so namespaces apply")
         if self.kind in ("publisher", "subscription") and self.qos is None:
             raise ValueError(f"topic endpoint {self.name!r} needs a QoS")
@@ -277,11 +283,37 @@ def chat_node() -> NodeSpec:
                     "/reset, /takeover, /quit.")
 
 
-def bag_player(topics: Sequence[tuple[str, str, QoS]]) -> NodeSpec:
-    """``ros2 bag play``: publishes the recorded topics with their recorded QoS."""
-    return NodeSpec("ros2 bag play", "rosbag2_player",
-                    tuple(_pub(n, t, q, bridged=False) for n, t, q in topics),
-                    description="rosbag2 player")
+def replay_topic(topic: str) -> tuple[str, QoS]:
+    """The type and QoS the graph publishes a replayable topic with (KeyError: not one)."""
+    if topic.endswith("/image_raw/compressed"):
+        return T_COMPRESSED_IMAGE, SENSOR_DATA
+    if topic.endswith("/image_raw"):
+        return names.T_IMAGE, SENSOR_DATA
+    for name, typename, q in replay_topics(()):
+        if name == topic:
+            return typename, q
+    raise KeyError(topic)
+
+
+def bag_player_node(topics: Sequence[str], publish_clock: bool = True) -> NodeSpec:
+    """The package's ``bag_player``: the bag's topics, compressed images decoded onto their
+    raw topic, and ``/clock``."""
+    from .bag_play import played_topic
+
+    eps: dict[str, Endpoint] = {}
+    for t in topics:
+        out = played_topic(t)
+        typename, q = replay_topic(out)
+        eps.setdefault(out, _pub(out, typename, q))
+    if publish_clock:
+        eps[CLOCK] = _pub(CLOCK, T_CLOCK, CLOCK_QOS)
+    return NodeSpec("bag_player", "bag_player", tuple(eps.values()),
+                    description="Plays a recorded bag (rosbags) at its recorded times: compressed "
+                                "images decoded onto their raw topic, /clock for use_sim_time.",
+                    parameters={"bag": "the bag directory", "rate": "playback rate",
+                                "delay": "seconds before playback starts",
+                                "topics": "topics to play, comma separated ('' = the replay's)",
+                                "clock": "publish /clock"})
 
 
 T_COMPRESSED_IMAGE = "sensor_msgs/msg/CompressedImage"
@@ -303,6 +335,7 @@ SPEC_BUILDERS = {
     "camera_node": camera_node, "arm_node": arm_node, "sim_node": sim_node,
     "skills_node": skills_node, "monitor_node": monitor_node, "planner_node": planner_node,
     "chat": chat_node,
+    "bag_player": bag_player_node,
 }
 EXECUTABLES = tuple(SPEC_BUILDERS)
 
@@ -427,6 +460,7 @@ def check_graph(nodes: Sequence[LaunchedNode], externals: Sequence[NodeSpec] = (
 
 __all__ = ["EXECUTABLES", "EXTERNAL_INPUTS", "LATCHED", "LATEST", "OPTIONAL_INPUTS", "RELIABLE",
            "SENSOR_DATA", "Endpoint", "LaunchedNode", "NodeSpec",
-           "SPEC_BUILDERS", "arm_node", "bag_player", "camera_node", "chat_node", "check_graph",
-           "expand", "monitor_node", "planner_node", "qos_problem", "recorded_topics",
-           "replay_topics", "resolve", "sim_node", "skills_node"]
+           "SPEC_BUILDERS", "arm_node", "bag_player_node", "camera_node", "chat_node",
+           "check_graph", "expand", "monitor_node", "planner_node", "qos_problem",
+           "recorded_topics", "replay_topic", "replay_topics", "resolve", "sim_node",
+           "skills_node"]

@@ -81,8 +81,6 @@ REPLAY_ARGS = (
     Arg("log_root", "", "episode log directory for the monitor's ticks"),
     Arg("record", "false", "record the replayed monitor's verdicts to out_bag"),
     Arg("out_bag", "", "bag directory for record:=true (default: <bag>_verdicts)"),
-    Arg("republish", "auto", "republish compressed camera images raw with image_transport "
-                             "(auto: when installed)"),
 )
 
 LAUNCH_ARGS = {"sim": SIM_ARGS, "robot": ROBOT_ARGS, "replay": REPLAY_ARGS}
@@ -232,11 +230,12 @@ def replay_plan(args: Mapping[str, str], share: Path, cameras: Sequence[str] | N
         from .components import load_config
 
         cameras = list(load_config(cfg).cameras)
-    ns = args.get("namespace", "")
-    topics = [graph.expand(t, ns) for t, _, _ in graph.replay_topics(cameras)]
+    # the package's own player (rosbags; no rosbag2): compressed images are decoded onto the
+    # raw topics the monitor subscribes, /clock carries the episode's time
     out = [
-        Planned(cmd=["ros2", "bag", "play", bag, "--clock", "--rate", args.get("rate", "1.0"),
-                     "--delay", args.get("delay", "3.0"), "--topics", *topics]),
+        Planned(executable="bag_player", name="bag_player",
+                parameters={"bag": bag, "rate": float(args.get("rate", "1.0") or 1.0),
+                            "delay": float(args.get("delay", "3.0") or 0.0)}),
         Planned(executable="skills_node", name="skills",
                 parameters={"config_file": cfg, "tool_set": args.get("tool_set", "tidy"),
                             "use_sim_time": True}),
@@ -244,17 +243,10 @@ def replay_plan(args: Mapping[str, str], share: Path, cameras: Sequence[str] | N
                 parameters={"config_file": cfg, "log_root": args.get("log_root", ""),
                             "use_sim_time": True}),
     ]
-    republish = _optional_package(args, "republish", "image_transport")
-    for c in cameras if republish else ():  # compressed images (the embedded recorder's)
-        raw = graph.expand(f"{c}/image_raw", ns)
-        out.append(Planned(package="image_transport", executable="republish",
-                           name=f"republish_{c}", arguments=["compressed", "raw"],
-                           parameters={"use_sim_time": True},
-                           remappings=[("in/compressed", raw + "/compressed"), ("out", raw)]))
     if _true(args.get("record", "false")):
         out_bag = args.get("out_bag") or f"{bag.rstrip('/')}_verdicts"
         out.append(Planned(cmd=["ros2", "bag", "record", "-s", "mcap", "-o", out_bag,
-                                graph.expand("monitor/verdicts", ns)]))
+                                graph.expand("monitor/verdicts", args.get("namespace", ""))]))
     return out
 
 
@@ -334,6 +326,9 @@ def spec_for(package: str, executable: str, parameters: Mapping[str, Any],
         return graph.planner_node(cams, tools)
     if executable == "chat":
         return graph.chat_node()
+    if executable == "bag_player":
+        topics = [t for c in cams for t in (f"{c}/image_raw", f"{c}/image_raw/compressed")]
+        return graph.bag_player_node(topics + [t for t, _, _ in graph.replay_topics(())])
     raise KeyError(f"unknown executable {executable!r}")
 
 

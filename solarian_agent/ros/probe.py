@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import rclpy
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
@@ -48,7 +48,8 @@ class Probe:
         else:
             rclpy.init(context=self.context, domain_id=domain)
         self.node = Node(name, namespace=namespace or None, context=self.context)
-        self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
+        # one thread, as the nodes spin: the probe's callbacks only append or set an event
+        self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.thread = threading.Thread(target=self.executor.spin, name="probe-spin",
                                        daemon=True)

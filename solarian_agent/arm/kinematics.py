@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -100,11 +99,9 @@ def default_urdf_path() -> Path:
 
     Never looks at the working directory.
     """
-    candidates = [Path(__file__).resolve().parents[2] / "urdf" / _URDF_NAME]
-    prefixes = [sys.prefix, sys.base_prefix]
-    prefixes += [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
-    for prefix in prefixes:
-        candidates.append(Path(prefix) / "share" / _PKG / "urdf" / _URDF_NAME)
+    from solarian_agent.paths import share_candidates
+
+    candidates = share_candidates("urdf", _URDF_NAME)
     for path in candidates:
         if path.is_file():
             return path

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from solarian_agent.arm.safety import ArmLimits, SafetyError, clamp_position, clamp_target
+from solarian_agent.arm.safety import ArmLimits, clamp_position, clamp_target
 
 OperatorEventCallback = Callable[[str, dict[str, Any]], None]
 
@@ -132,10 +132,10 @@ class KeyboardTeleop:
                 self.target.estop("operator e-stop (teleop key)")
             elif action.kind == "reset":
                 detail["released"] = self.target.reset_estop()
-        except (SafetyError, ValueError) as e:
-            detail["error"] = f"{type(e).__name__}: {e}"
-        except Exception as e:  # the controller may be faulted; the keyboard must stay alive
-            detail["error"] = f"{type(e).__name__}: {e}"
+        except Exception as e:  # (SafetyError, ValueError, a faulted controller): the
+            # keyboard must stay alive; the error is said as a sentence, its type kept apart
+            detail["error"] = error_sentence(e)
+            detail["error_type"] = type(e).__name__
         self.keys_handled += 1
         self._emit("teleop_key", detail)
         return action
@@ -180,6 +180,46 @@ class KeyboardTeleop:
             if self.handle_key(key).kind == "quit":
                 break
         return n
+
+
+def error_sentence(e: BaseException) -> str:
+    """An exception as a sentence for a person: its message, capitalised, with a full stop
+    (the class name left out)."""
+    msg = " ".join(str(e).split()) or type(e).__name__
+    msg = msg[0].upper() + msg[1:]
+    return msg if msg[-1] in ".!?" else msg + "."
+
+
+def format_positions(positions: Mapping[str, float]) -> str:
+    """Joint positions with whole names: radians, the gripper's aperture in mm."""
+    parts = []
+    for n, v in positions.items():
+        parts.append(f"{n} {v * 1000:.1f} mm" if n == "gripper" else f"{n} {v:+.2f} rad")
+    return ", ".join(parts)
+
+
+_ACTION_WORDS = {"home": "home", "hold": "hold", "estop": "e-stop", "reset": "e-stop reset",
+                 "quit": "quit"}
+
+
+def status_line(detail: Mapping[str, Any], positions: Mapping[str, float] | None) -> str:
+    """One teleop event as a line: what the key did, where the arm is, and any error as a
+    sentence."""
+    kind = str(detail.get("action", ""))
+    if kind == "jog":
+        what = f"jog {detail.get('joint')} {'+' if detail.get('direction', 0) > 0 else '-'}"
+    elif kind == "gripper":
+        what = "open the gripper" if detail.get("direction", 0) > 0 else "close the gripper"
+    elif kind == "reset":
+        what = "e-stop reset" if detail.get("released") else "e-stop reset (it was not latched)"
+    elif kind == "unknown":
+        what = f"key {detail.get('key', '')!r} does nothing (see the key list)"
+    else:
+        what = _ACTION_WORDS.get(kind, kind)
+    line = f"{what}: {format_positions(positions)}" if positions else f"{what}: no reading yet"
+    if detail.get("error"):
+        line += f"\n  {detail['error']}"
+    return line
 
 
 @contextlib.contextmanager

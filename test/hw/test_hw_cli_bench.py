@@ -12,7 +12,9 @@ from solarian_agent.hw.feetech.__main__ import main
 def test_cli_ping_sim(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["ping", "--sim"]) == 0
     out = capsys.readouterr().out
-    assert "shoulder_pan: ok" in out and "gripper: ok" in out
+    rows = [ln.split() for ln in out.splitlines()]
+    assert rows[3][:2] == ["shoulder_pan", "1"] and rows[3][-1] == "ok"
+    assert rows[-1][0] == "gripper" and rows[-1][-1] == "ok"
 
 
 def test_cli_teleop_sim(monkeypatch: pytest.MonkeyPatch,
@@ -20,7 +22,8 @@ def test_cli_teleop_sim(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr("sys.stdin", io.StringIO("qqo\x1b"))
     assert main(["teleop", "--sim"]) == 0
     out = capsys.readouterr().out
-    assert "Teleop keys" in out and "jog:" in out and "quit" in out
+    assert "Teleop keys" in out and "jog shoulder_pan +: shoulder_pan" in out
+    assert "open the gripper:" in out and "quit:" in out
 
 
 def test_cli_missing_port_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -103,7 +103,8 @@ def test_home_estop_reset_and_quit() -> None:
     assert actions == ["home", "estop", "jog", "reset", "jog", "hold", "quit"]
     assert n == 7  # stopped at the quit key
     assert target.commands[0] == {n: 0.0 for n in LIMITS.names}
-    assert "EStopLatchedError" in events[2][1]["error"]  # refused while latched, reported
+    assert events[2][1]["error_type"] == "EStopLatchedError"  # refused while latched
+    assert events[2][1]["error"].startswith("E-stop is latched")  # said as a sentence
     assert events[3][1]["released"] is True and "error" not in events[4][1]
     assert target.holds == 1
     assert isinstance(EStopLatchedError("x"), Exception)

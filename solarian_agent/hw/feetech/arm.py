@@ -35,7 +35,15 @@ from solarian_agent.hw.feetech.calibration import (
 )
 from solarian_agent.hw.feetech.protocol import STS3215
 
-DEFAULT_CALIBRATION = "config/arm_so101.yaml"
+DEFAULT_CALIBRATION = "config/arm_so101.yaml"  # relative to the package's share directory
+
+
+def default_arm_config() -> Path:
+    """The shipped ``config/arm_so101.yaml`` wherever the tools run from (the source tree or
+    the installed share directory); the source-tree path when neither exists."""
+    from solarian_agent.paths import find_share_file, share_candidates
+
+    return find_share_file(DEFAULT_CALIBRATION) or share_candidates(DEFAULT_CALIBRATION)[0]
 
 
 @dataclass
@@ -46,7 +54,7 @@ class FeetechArmConfig:
     port: str = "/dev/ttyACM0"
     baudrate: int = 1_000_000
     ids: dict[str, int] | None = None
-    calibration_file: str = DEFAULT_CALIBRATION
+    calibration_file: str = field(default_factory=lambda: str(default_arm_config()))
     rate_hz: float = 50.0
     timeout_s: float = 0.025
     retries: int = 2
@@ -62,22 +70,29 @@ class FeetechArmConfig:
             raise ConfigError("arm.retries", f"must be >= 0, got {self.retries}")
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], calibration_file: str = DEFAULT_CALIBRATION,
+    def from_mapping(cls, data: Mapping[str, Any], calibration_file: str = "",
                      where: str = "arm") -> FeetechArmConfig:
         known = {"port", "baudrate", "ids", "rate_hz", "timeout_s", "retries"}
         kw: dict[str, Any] = {k: data[k] for k in known if k in data}
         try:
-            return cls(calibration_file=str(data.get("calibration_file", calibration_file)),
-                       **kw)
+            return cls(calibration_file=str(data.get("calibration_file", calibration_file)
+                                            or default_arm_config()), **kw)
         except TypeError as e:
             raise ConfigError(where, str(e)) from e
 
     @classmethod
-    def from_yaml(cls, path: str | Path = DEFAULT_CALIBRATION) -> FeetechArmConfig:
-        """Port/baudrate/rate from the ``arm:`` block of the calibration file itself."""
+    def from_yaml(cls, path: str | Path | None = None) -> FeetechArmConfig:
+        """Port/baudrate/rate from the ``arm:`` block of the calibration file itself (default:
+        the shipped one)."""
         import yaml
 
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        path = Path(path) if path else default_arm_config()
+        try:
+            doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except FileNotFoundError as e:
+            raise ConfigError(str(path), "arm configuration file not found") from e
+        except yaml.YAMLError as e:
+            raise ConfigError(str(path), f"not valid YAML: {e}") from e
         arm = doc.get("arm") if isinstance(doc, Mapping) else None
         if not isinstance(arm, Mapping):
             raise ConfigError(str(path), "expected a top-level 'arm:' mapping")

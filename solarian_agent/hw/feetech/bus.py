@@ -336,6 +336,37 @@ class FeetechBus:
         self.sync_write(reg.address, reg.size,
                         {i: P.encode_value(v, reg.size, reg.sign_bit) for i, v in values.items()})
 
+    def broadcast_ping(self, wait_s: float | None = None) -> list[int]:
+        """The ids that answer a PING sent to every servo (set-up tools: with one servo on the
+        bus it finds that servo's id at once).  Collects answers for ``wait_s`` (default four
+        answer timeouts); garbled answers are skipped."""
+        with self._lock:
+            port = self._require()
+            try:
+                port.reset_input_buffer()
+            except Exception as e:
+                raise BusError(f"flushing {self.port_name} failed: {e}") from e
+            self._write(port, P.build_packet(P.BROADCAST_ID, P.Instruction.PING))
+            deadline = self._timer() + (4 * self.timeout_s if wait_s is None else wait_s)
+            splitter = P.PacketSplitter()
+            ids: set[int] = set()
+            while self._timer() < deadline:
+                try:
+                    chunk = port.read(64)
+                except Exception as e:
+                    raise BusError(f"reading from {self.port_name} failed during a broadcast "
+                                   f"PING: {e}") from e
+                if not chunk:
+                    continue
+                self.stats.rx_bytes += len(chunk)
+                splitter.feed(chunk)
+                for frame in splitter.packets():
+                    try:
+                        ids.add(P.parse_packet(frame).servo_id)
+                    except (ChecksumError, PacketError):
+                        self.stats.checksum_errors += 1
+            return sorted(ids)
+
     def scan(self, ids: Sequence[int] = tuple(range(0, P.MAX_ID + 1))) -> list[int]:
         """Ids that answer a PING (for set-up tools; slow on a silent bus: one timeout each)."""
         found = []

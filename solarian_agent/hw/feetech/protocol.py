@@ -40,6 +40,9 @@ STATUS_OVERHEAD = 6  # FF FF ID LEN ERR .. CHK
 TICKS_PER_TURN = 4096  # STS3215: 12-bit magnetic encoder
 MAX_TICK = TICKS_PER_TURN - 1
 STS3215_MODEL_NUMBER = 777
+# the baud rate register's values (STS/SMS series): bits per second -> register value
+BAUD_RATES: dict[int, int] = {1_000_000: 0, 500_000: 1, 250_000: 2, 128_000: 3, 115_200: 4,
+                              57_600: 5, 38_400: 6, 19_200: 7}
 
 
 class Instruction(IntEnum):

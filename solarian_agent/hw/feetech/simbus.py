@@ -16,6 +16,13 @@ Faults are injected on demand, per servo:
 - ``set_error_flags(id, 0x01)``: every answer carries the status flag (0x01 input voltage,
   0x04 overheat, 0x20 overload, ...) until set back to 0.
 
+Set-up tools are served too: a broadcast PING is answered by every servo (in id order); a WRITE
+to the ID register answers under the old id and then moves the servo to its new id; each servo
+listens at the baud rate its BAUD_RATE register says, and ignores frames sent at another speed
+(the host's speed is read off the pseudo-terminal, where pyserial sets it).  ``attach`` /
+``detach`` plug servos in and out, ``set_baud`` sets one's speed as a factory or an earlier
+set-up left it.
+
 Everything the host sent is kept (``frames()``, ``goal_writes()``) so tests can check what
 reached the wire.  The answering thread waits with bounded ``select`` timeouts and stops on
 ``stop()``; an exception while answering is recorded in ``errors`` and never ends the thread.
@@ -29,6 +36,7 @@ from __future__ import annotations
 
 import os
 import select
+import termios
 import threading
 import tty
 from collections import deque
@@ -40,6 +48,10 @@ from solarian_agent.hw.feetech import protocol as P
 from solarian_agent.hw.feetech.protocol import STS3215, Instruction
 
 FAULT_KINDS = ("no_answer", "checksum", "truncated", "garbage", "delay")
+_TCGETS2 = 0x802C542A  # Linux: _IOR('T', 0x2A, struct termios2)
+# termios speed constants -> bits per second (the speeds Linux names; others read as None)
+_SPEEDS = {getattr(termios, f"B{b}"): b for b in (*P.BAUD_RATES, 9600)
+           if hasattr(termios, f"B{b}")}
 MAX_FRAMES_KEPT = 100_000  # about 15 minutes of a 50 Hz control loop
 
 
@@ -76,12 +88,29 @@ class SimServo:
         self.load = 0
 
     @property
+    def baudrate(self) -> int:
+        code = self.mem[STS3215.BAUD_RATE.address]
+        return next((b for b, c in P.BAUD_RATES.items() if c == code), -1)
+
+    @property
     def torque(self) -> bool:
         return bool(self.mem[STS3215.TORQUE_ENABLE.address])
 
     @property
     def goal(self) -> int:
         return P.decode_value(bytes(self.mem[42:44]), STS3215.GOAL_POSITION.sign_bit)
+
+    @property
+    def homing_offset(self) -> int:
+        """Register 31: the servo reports ``present = actual - offset`` (mod one turn) and
+        takes goals in the same reported ticks."""
+        a = STS3215.HOMING_OFFSET.address
+        return P.decode_value(bytes(self.mem[a:a + 2]), STS3215.HOMING_OFFSET.sign_bit)
+
+    def reported(self) -> int:
+        pos = int(round(self.position))
+        off = self.homing_offset
+        return (pos - off) % P.TICKS_PER_TURN if off else min(P.MAX_TICK, max(0, pos))
 
     def set_goal(self, raw: int) -> None:
         self.mem[42:44] = P.encode_value(raw, 2, STS3215.GOAL_POSITION.sign_bit)
@@ -91,7 +120,7 @@ class SimServo:
             self.speed = 0.0
             self.load = 0
             return
-        target = float(min(P.MAX_TICK, max(0, self.goal)))
+        target = float(min(P.MAX_TICK, max(0, self.goal)) + self.homing_offset)
         err = target - self.position
         step = abs(err) if speed_tps is None else min(abs(err), speed_tps * dt)
         moved = step if err >= 0 else -step
@@ -101,7 +130,7 @@ class SimServo:
 
     def refresh_registers(self) -> None:
         m = self.mem
-        pos = int(round(min(P.MAX_TICK, max(0, self.position))))
+        pos = self.reported()
         m[56:58] = P.encode_value(pos, 2, 15)
         spd = int(max(-32767, min(32767, round(self.speed))))
         m[58:60] = P.encode_value(spd, 2, 15)
@@ -110,7 +139,7 @@ class SimServo:
         m[62] = self.voltage_dv & 0xFF
         m[63] = self.temperature_c & 0xFF
         m[65] = self.error_flags & 0xFF
-        m[66] = 1 if abs(self.goal - self.position) > 1 and self.torque else 0
+        m[66] = 1 if abs(self.goal - pos) > 1 and self.torque else 0
 
     def write_mem(self, address: int, data: bytes) -> None:
         for k, b in enumerate(data):
@@ -199,6 +228,50 @@ class SimulatedBus:
         with self._lock:
             self.servos[servo_id].error_flags = flags
 
+    def attach(self, servo_id: int, baudrate: int = 1_000_000, position: float = 2048.0
+               ) -> SimServo:
+        """Plug a servo in (a factory servo answers as id 1 at 1 Mbps)."""
+        servo = SimServo(servo_id, position=float(position))
+        servo.mem[STS3215.BAUD_RATE.address] = P.BAUD_RATES[baudrate]
+        with self._lock:
+            if servo_id in self.servos:
+                raise ValueError(f"a servo with id {servo_id} is already on the bus")
+            self.servos[servo_id] = servo
+        return servo
+
+    def detach(self, servo_id: int) -> SimServo:
+        """Unplug a servo (returned, to plug in again with ``reattach``)."""
+        with self._lock:
+            return self.servos.pop(servo_id)
+
+    def reattach(self, servo: SimServo) -> None:
+        with self._lock:
+            if servo.servo_id in self.servos:
+                raise ValueError(f"a servo with id {servo.servo_id} is already on the bus")
+            self.servos[servo.servo_id] = servo
+
+    def set_baud(self, servo_id: int, baudrate: int) -> None:
+        with self._lock:
+            self.servos[servo_id].mem[STS3215.BAUD_RATE.address] = P.BAUD_RATES[baudrate]
+
+    def host_baudrate(self) -> int | None:
+        """The speed the host set on its end of the pseudo-terminal: a named one (B1000000),
+        or one set through termios2 as pyserial sets 250000 / 128000 (None: unknown)."""
+        try:
+            speed = termios.tcgetattr(self._slave)[5]
+        except (termios.error, OSError, ValueError):
+            return None
+        if speed in _SPEEDS:
+            return _SPEEDS[speed]
+        try:  # struct termios2: 4 flags, c_line, c_cc[19], c_ispeed, c_ospeed
+            import fcntl
+            import struct
+
+            buf = fcntl.ioctl(self._slave, _TCGETS2, bytes(44))
+            return int(struct.unpack("4IB19B2I", buf)[-1]) or None
+        except (OSError, ValueError, struct.error):
+            return None
+
     def set_position(self, servo_id: int, raw: float) -> None:
         """Move a servo by hand (as a person does with torque off)."""
         with self._lock:
@@ -284,58 +357,82 @@ class SimulatedBus:
             with self._lock:
                 self.host_checksum_errors += 1
             return  # a real servo ignores a corrupt instruction
-        replies: list[tuple[SimServo, bytes]] = []
+        replies: list[tuple[SimServo, bytes, int]] = []
         with self._lock:
             self._advance()
             replies = self._execute(pkt)
-        for servo, params in replies:
-            self._answer(servo, params)
+        for servo, params, reply_id in replies:
+            self._answer(servo, params, reply_id)
 
-    def _execute(self, pkt: P.Packet) -> list[tuple[SimServo, bytes]]:
+    def _execute(self, pkt: P.Packet) -> list[tuple[SimServo, bytes, int]]:
+        """What the servos do with one frame: (servo, answer data, id it answers under)."""
         ins, sid, prm = pkt.instruction, pkt.servo_id, pkt.params
-        targets = list(self.servos.values()) if sid == P.BROADCAST_ID else (
-            [self.servos[sid]] if sid in self.servos else [])
+        host = self.host_baudrate()
+        listening = [s for s in self.servos.values() if host is None or s.baudrate == host]
+        targets = listening if sid == P.BROADCAST_ID else [
+            s for s in listening if s.servo_id == sid]
         answer = sid != P.BROADCAST_ID
-        out: list[tuple[SimServo, bytes]] = []
-        if ins == Instruction.PING:
-            out = [(s, b"") for s in targets] if answer else []
+        out: list[tuple[SimServo, bytes, int]] = []
+        if ins == Instruction.PING:  # a broadcast ping is answered by every servo
+            out = [(s, b"", s.servo_id) for s in sorted(targets, key=lambda s: s.servo_id)]
         elif ins == Instruction.READ and len(prm) == 2:
             addr, n = prm
             for s in targets:
                 s.refresh_registers()
-                out.append((s, bytes(s.mem[addr:addr + n])))
+                out.append((s, bytes(s.mem[addr:addr + n]), s.servo_id))
         elif ins == Instruction.WRITE and len(prm) >= 1:
             for s in targets:
+                old_id = s.servo_id
                 s.write_mem(prm[0], prm[1:])
-            out = [(s, b"") for s in targets] if answer else []
+                if answer:
+                    out.append((s, b"", old_id))
+                self._apply_id(s)
         elif ins == Instruction.REG_WRITE and len(prm) >= 1:
             for s in targets:
                 s.pending = (prm[0], prm[1:])
-            out = [(s, b"") for s in targets] if answer else []
+            out = [(s, b"", s.servo_id) for s in targets] if answer else []
         elif ins == Instruction.ACTION:
             for s in targets:
                 if s.pending is not None:
                     s.write_mem(*s.pending)
                     s.pending = None
+                    self._apply_id(s)
         elif ins == Instruction.SYNC_READ and len(prm) >= 2:
             addr, n = prm[0], prm[1]
+            by_id = {s.servo_id: s for s in listening}
             for i in prm[2:]:
-                found = self.servos.get(i)
+                found = by_id.get(i)
                 if found is not None:
                     found.refresh_registers()
-                    out.append((found, bytes(found.mem[addr:addr + n])))
+                    out.append((found, bytes(found.mem[addr:addr + n]), found.servo_id))
         elif ins == Instruction.SYNC_WRITE and len(prm) >= 2:
             addr, n = prm[0], prm[1]
             body = prm[2:]
+            by_id = {s.servo_id: s for s in listening}
             for k in range(0, len(body) - n, n + 1):
-                dest = self.servos.get(body[k])
+                dest = by_id.get(body[k])
                 if dest is not None:
                     dest.write_mem(addr, body[k + 1:k + 1 + n])
+                    self._apply_id(dest)
         return out
 
-    def _answer(self, servo: SimServo, params: bytes) -> None:
+    def _apply_id(self, servo: SimServo) -> None:
+        """A write to the ID register moves the servo to its new id (after it answered)."""
+        new = servo.mem[STS3215.ID.address]
+        if new == servo.servo_id or new > P.MAX_ID:
+            servo.mem[STS3215.ID.address] = servo.servo_id
+            return
+        if new in self.servos:  # two servos on one id would garble each other's answers
+            self.errors.append(f"servo {servo.servo_id}: id {new} is taken; id left unchanged")
+            servo.mem[STS3215.ID.address] = servo.servo_id
+            return
+        self.servos.pop(servo.servo_id, None)
+        servo.servo_id = new
+        self.servos[new] = servo
+
+    def _answer(self, servo: SimServo, params: bytes, reply_id: int) -> None:
         with self._lock:
-            reply = P.status_packet(servo.servo_id, servo.error_flags, params)
+            reply = P.status_packet(reply_id, servo.error_flags, params)
             fault = None
             for f in servo.faults:
                 if f.remaining is None or f.remaining > 0:

@@ -1,6 +1,6 @@
 """``solarian-agent``: demo | bench | chat | eval-monitor | label-ticks | view-episode |
-attach-logs | launch | bag-repair.  Subcommands import their modules lazily, so ``--help`` is
-instant."""
+attach-logs | launch | bag-repair | arm | calibrate-camera.  Subcommands import their modules
+lazily, so ``--help`` is instant."""
 
 from __future__ import annotations
 
@@ -57,6 +57,11 @@ COMMANDS = {
                "start a launch file's nodes without ros2 launch (ROS 2 from PyPI)"),
     "bag-repair": (_lazy("solarian_agent.ros.bag_repair", "main_bag_repair"),
                    "recover a rosbag2 bag's unclosed last file and write its metadata"),
+    "arm": (_lazy("solarian_agent.hw.feetech.cli", "main"),
+            "first-day arm tools: find-port, setup-motors, ping, calibrate, import-lerobot, "
+            "teleop"),
+    "calibrate-camera": (_lazy("solarian_agent.hw.camera.calibrate_cli", "main"),
+                         "calibrate a camera: intrinsics, then its pose relative to the arm"),
 }
 
 
@@ -65,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help"):
         print("usage: solarian-agent COMMAND [ARGS]\n\ncommands:")
         for name, (_, help_) in COMMANDS.items():
-            print(f"  {name:<14} {help_}")
+            print(f"  {name:<17} {help_}")
         return 0 if args else 2
     cmd = COMMANDS.get(args[0])
     if cmd is None:

@@ -74,7 +74,12 @@ class _Context:
 
 
 @pytest.fixture
-def fake_launch(monkeypatch):
+def fake_launch(monkeypatch, tmp_path):
+    # the robot launch needs its cameras calibrated: files describing the simulator's
+    from solarian_agent.testing.calibrations import write_sim_calibrations
+
+    write_sim_calibrations(tmp_path / "cameras")
+    monkeypatch.setenv("SOLARIAN_CALIBRATION_DIR", str(tmp_path / "cameras"))
     mods = {
         "launch": types.ModuleType("launch"),
         "launch.actions": types.ModuleType("launch.actions"),
@@ -201,6 +206,39 @@ def test_robot_launch_graph_is_consistent(fake_launch):
     assert graph.check_graph(launched_graph(nodes, procs), CHAT) == []
 
 
+def test_robot_launch_points_through_calibrated_cameras(fake_launch, tmp_path):
+    nodes, _, _ = run_launch("robot", cameras="overhead=0,wrist=2",
+                             calibration_dir=str(tmp_path / "cameras"))
+    params = {n.kwargs["name"]: n.kwargs["parameters"][0] for n in nodes}
+    assert params["camera_overhead"]["calibration_file"] == str(tmp_path / "cameras" /
+                                                                "overhead.yaml")
+    for node in ("skills", "planner"):
+        assert params[node]["camera_models"] == "calibrated"
+        assert params[node]["calibration_dir"] == str(tmp_path / "cameras")
+    sim_nodes, _, _ = run_launch("sim")
+    assert all("camera_models" not in n.kwargs["parameters"][0] for n in sim_nodes
+               if n.kwargs.get("parameters"))  # the simulator keeps its own models
+
+
+def test_a_robot_launch_without_a_calibration_stops_naming_camera_file_and_command(
+        fake_launch, tmp_path):
+    empty = tmp_path / "none"
+    with pytest.raises(ValueError) as e:
+        run_launch("robot", cameras="overhead=0,wrist=2", calibration_dir=str(empty))
+    msg = str(e.value)
+    assert msg.startswith(f"camera 'overhead' has no calibration: {empty / 'overhead.yaml'}.")
+    assert "The skills point through it (pick_object, place_at)." in msg
+    assert "solarian-agent calibrate-camera intrinsics --camera overhead" in msg
+    # the wrist camera is not pointed through: it needs no calibration
+    from solarian_agent.testing.calibrations import write_sim_calibrations
+
+    write_sim_calibrations(empty, ["overhead"])
+    run_launch("robot", cameras="overhead=0,wrist=2", calibration_dir=str(empty))
+    with pytest.raises(ValueError, match=r"point through camera\(s\) overhead \(pick_object, "
+                                         r"place_at\), which the cameras argument \(wrist\)"):
+        run_launch("robot", cameras="wrist=2", calibration_dir=str(empty))
+
+
 def test_robot_launch_with_one_camera_is_consistent(fake_launch):
     nodes, procs, _ = run_launch("robot", cameras="overhead=0")
     assert graph.check_graph(launched_graph(nodes, procs), CHAT) == []
@@ -254,6 +292,9 @@ def test_launch_parameters_keep_their_types(fake_launch):
         ("planner_node", "planner_provider"): str, ("planner_node", "log_root"): str,
         ("monitor_node", "log_root"): str, ("bag_player", "bag"): str,
         ("bag_player", "rate"): float, ("bag_player", "delay"): float,
+        ("camera_node", "calibration_file"): str,
+        ("skills_node", "camera_models"): str, ("skills_node", "calibration_dir"): str,
+        ("planner_node", "camera_models"): str, ("planner_node", "calibration_dir"): str,
     }
     seen = set()
     for kind, over in (("sim", {"seed": "3", "grasp_fail_p": "0", "slip_p": "1"}),

@@ -1,6 +1,6 @@
 """``camera_node``: one camera through OpenCV (a device or a video file), publishing
-``<camera>/image_raw`` with sensor-data QoS and ``<camera>/camera_info`` (transient local).
-Run one per camera (``camera:=overhead``).
+``<camera>/image_raw`` with sensor-data QoS and ``<camera>/camera_info`` (transient local,
+from ``calibration_file`` when given).  Run one per camera (``camera:=overhead``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,10 @@ def main(args: Sequence[str] | None = None) -> int:
             height=int(common.declare(node, "height", 0)),
             fps=float(common.declare(node, "fps", 0.0)),
             frame_id=str(common.declare(node, "frame_id", f"{camera}_camera_optical")),
-            k=k if len(k) == 9 else (), d=d if any(d) else ())
+            k=k if len(k) == 9 else (), d=d if any(d) else (),
+            calibration_file=str(common.declare(
+                node, "calibration_file", "",
+                "the camera's calibration YAML (calibrate-camera); '' = k / d or a guess")))
     except (ConfigError, ValueError) as e:
         return common.config_error_exit(node, e)
     bridge = Bridge(node, core.bus)

@@ -118,6 +118,16 @@ def agent_config(node: Node) -> AgentConfig:
     return components.load_config(path, overrides)
 
 
+def camera_model_params(node: Node) -> tuple[str, str]:
+    """``camera_models`` (sim | calibrated) and ``calibration_dir`` ('' = the default,
+    ~/.config/solarian_agent/cameras): how pixels become table positions."""
+    models = str(declare(node, "camera_models", "sim",
+                         "sim (the simulator's cameras) | calibrated (calibration files)"))
+    cal_dir = str(declare(node, "calibration_dir", "",
+                          "camera calibration directory ('' = ~/.config/solarian_agent/cameras)"))
+    return models, cal_dir
+
+
 class LoopRunner:
     """One thread per loop; every wait is bounded; an exception is logged, never fatal."""
 
@@ -294,6 +304,7 @@ def config_error_exit(node: Node, e: Exception) -> int:
     return 2
 
 
-__all__ = ["LoopRunner", "RosClock", "Spinner", "agent_config", "config_error_exit", "csv",
+__all__ = ["LoopRunner", "RosClock", "Spinner", "agent_config", "camera_model_params",
+           "config_error_exit", "csv",
            "declare", "init", "run", "share_file", "start_with_retry",
            "stop_on_signals"]

@@ -12,10 +12,9 @@ Nothing here imports rclpy: it is tested on a machine without ROS.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,31 +22,19 @@ from ..core import names
 from ..core.clock import Clock
 from ..core.config import AgentConfig, load_agent_config
 from ..core.errors import ConfigError
-from ..core.messages import AgentState, CameraInfo, JointCommand, OperatorEvent
+from ..core.messages import AgentState, JointCommand, OperatorEvent
 from ..core.transport import LATCHED, Bus, QoS
 from . import graph, liveness
+from .cameras import (
+    CAMERA_MODELS,
+    build_camera_core,
+    guess_intrinsics,
+    pointing_cameras,
+    skill_camera_models,
+)
+from .node_core import Loop, NodeCore
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Loop:
-    """``fn`` called every ``period_s`` on the node's own thread (0: back to back, for a
-    function that blocks with its own timeout)."""
-
-    name: str
-    period_s: float
-    fn: Callable[[], None]
-
-
-@dataclass
-class NodeCore:
-    bus: Bus
-    spec: graph.NodeSpec
-    loops: list[Loop] = field(default_factory=list)
-    start: Callable[[], None] = lambda: None  # after the bridge is up (may call services)
-    shutdown: Callable[[], None] = lambda: None
-    parts: dict[str, Any] = field(default_factory=dict)
 
 
 def share_dir() -> Path:
@@ -83,85 +70,6 @@ def load_config(config_file: str = "", overrides: Mapping[str, Any] | None = Non
         if v is not None and v != [] and v != "":
             block[k] = v
     return load_agent_config({"agent": block})
-
-
-# ------------------------------------------------------------------------------------------
-# camera driver
-# ------------------------------------------------------------------------------------------
-def guess_intrinsics(width: int, height: int, hfov_deg: float = 60.0) -> tuple[float, ...]:
-    f = width / (2.0 * math.tan(math.radians(hfov_deg) / 2.0))
-    return (f, 0.0, width / 2.0, 0.0, f, height / 2.0, 0.0, 0.0, 1.0)
-
-
-def build_camera_core(
-    clock: Clock,
-    camera: str,
-    source: int | str,
-    *,
-    width: int = 0,
-    height: int = 0,
-    fps: float = 0.0,
-    frame_id: str = "",
-    k: Sequence[float] = (),
-    d: Sequence[float] = (),
-    capture_factory: Any = None,
-    loop_file: bool = True,
-    bus: Bus | None = None,
-) -> NodeCore:
-    """An OpenCV camera publishing ``<camera>/image_raw`` and ``<camera>/camera_info``.  A
-    video file plays at its own frame rate and, with ``loop_file``, starts again at its end."""
-    from ..hw.camera.opencv import OpenCVCamera, OpenCVCameraConfig
-    from ..hw.errors import CameraError, CameraStalledError, EndOfStreamError
-
-    bus = bus or Bus()
-    node = f"camera_{camera}"
-    cfg = OpenCVCameraConfig(source=source, width=width or None, height=height or None,
-                             fps=fps or None, frame_id=frame_id or f"{camera}_camera_optical",
-                             realtime=True)
-    cam = OpenCVCamera(cfg, clock, capture_factory)
-    img_pub = bus.publisher(names.image_topic(camera), names.T_IMAGE,
-                            graph.SENSOR_DATA, node=node)
-    info_pub = bus.publisher(names.camera_info_topic(camera), names.T_CAMERA_INFO, LATCHED,
-                             node=node)
-    state: dict[str, Any] = {"info": None, "ended": False, "stalls": 0}
-
-    def start() -> None:
-        cam.connect()
-
-    def read_once() -> None:
-        if state["ended"]:
-            clock.sleep_until(clock.now() + 0.2)
-            return
-        try:
-            frame = cam.read(timeout_s=cfg.stall_timeout_s)
-        except EndOfStreamError:
-            log.info("%s: end of the video file%s", node, ", again" if loop_file else "")
-            if loop_file:
-                cam.disconnect()
-                cam.connect()
-            else:
-                state["ended"] = True
-            return
-        except CameraStalledError as e:  # no frame in time: said, and tried again
-            state["stalls"] += 1
-            log.warning("%s: %s", node, e)
-            return
-        except CameraError as e:  # gone after the driver's own reconnects: back off, retry
-            log.error("%s: %s; reconnecting in 1 s", node, e)
-            clock.sleep_until(clock.now() + 1.0)
-            cam.disconnect()
-            cam.connect()
-            return
-        img = frame.to_image()
-        if state["info"] is None or state["info"].width != img.width:
-            kk = tuple(k) if len(k) == 9 else guess_intrinsics(img.width, img.height)
-            state["info"] = CameraInfo(img.width, img.height, kk, tuple(d), img.frame_id,
-                                       img.stamp)
-            info_pub.publish(state["info"])
-        img_pub.publish(img)
-
-    return NodeCore(bus, graph.camera_node(camera), [Loop("read", 0.0, read_once)],
-                    start=start, shutdown=cam.disconnect, parts={"camera": cam, "state": state})
 
 
 # ------------------------------------------------------------------------------------------
@@ -415,23 +323,26 @@ def tool_names(name: str) -> list[str]:
 
 def build_skills_core(clock: Clock, cfg: AgentConfig, *, tools: str = "tidy",
                       bus: Bus | None = None,
-                      planner_timeout_s: float = liveness.DEFAULT_PLANNER_TIMEOUT_S
-                      ) -> NodeCore:
+                      planner_timeout_s: float = liveness.DEFAULT_PLANNER_TIMEOUT_S,
+                      camera_models: str = "sim", calibration_dir: str = "") -> NodeCore:
+    """``camera_models``: ``sim`` (the simulator's cameras) or ``calibrated`` (the robot's
+    calibration files in ``calibration_dir``; a camera the tools point through must have one
+    or this raises, naming it)."""
     from ..arm.kinematics import ArmModel
     from ..core.executor import SkillExecutor
     from ..core.skill import TrackerRequest
     from ..perception.tracker import ColorTrackers
-    from ..sim.render import Renderer
     from ..skills.ports import ArmPort, CameraPort
 
     bus = bus or Bus()
     model = ArmModel.default()
-    renderer = Renderer(model)
     cameras = list(cfg.cameras)
     arm = ArmPort(bus, clock, model)
-    # camera geometry (pixel <-> table) from the URDF's camera frames
-    cams = CameraPort(bus, {c: renderer.camera(c) for c in cameras
-                            if c in renderer.cameras})
+    toolset = tool_set(tools)
+    # camera geometry (pixel <-> table): the simulator's URDF cameras or the calibrations
+    cams = CameraPort(bus, skill_camera_models(camera_models, cameras, calibration_dir,
+                                         required=pointing_cameras(toolset)
+                                               if camera_models == "calibrated" else None))
     for c in cameras:  # a camera without a model still delivers frames
         if c not in cams.models:
             cams._subs[c] = bus.subscribe(names.image_topic(c), names.T_IMAGE,
@@ -439,7 +350,7 @@ def build_skills_core(clock: Clock, cfg: AgentConfig, *, tools: str = "tidy",
     # subscribed to the cameras now (as the embedded system does), so the first pick after
     # start-up finds the newest frame instead of "no frame from camera ... yet"
     trackers = ColorTrackers(bus, cameras=tuple(cameras), overlay_sink=None)
-    executor = SkillExecutor(bus, clock, tool_set(tools),
+    executor = SkillExecutor(bus, clock, toolset,
                              {"arm": arm, "cameras": cams, "trackers": trackers, "robot": None},
                              trackers=trackers)
 
@@ -584,11 +495,14 @@ NO_VISION = ("observe_scene is not offered: no vision backend is configured "
 
 def build_planner_core(clock: Clock, cfg: AgentConfig, *, provider: Any = None,
                        bus: Bus | None = None, log_root: str = "",
-                       planner_name: str | None = None) -> NodeCore:
+                       planner_name: str | None = None, camera_models: str = "sim",
+                       calibration_dir: str = "") -> NodeCore:
+    """``camera_models`` / ``calibration_dir``: which camera models the rviz markers of the
+    plan's targets unproject with (``sim`` or the robot's ``calibrated`` files; a camera
+    without one gets no target markers)."""
     from ..arm.kinematics import ArmModel
     from ..core.planner import InlineCaller, Planner, ThreadCaller
     from ..perception.observe_scene import planner_vision
-    from ..sim.render import Renderer
     from ..skills.ports import ArmPort
     from ..system import OFFLINE_PLANNERS, build_planner_provider, build_router
 
@@ -617,7 +531,7 @@ def build_planner_core(clock: Clock, cfg: AgentConfig, *, provider: Any = None,
                            lambda req: {"ok": False, "error": NO_VISION,
                                         "focus": str(req.get("focus", "")).strip()},
                            node="planner")
-    renderer = Renderer(model)
+    models = skill_camera_models(camera_models, list(cfg.cameras), calibration_dir)
     markers = bus.publisher(names.AGENT_MARKERS, names.T_MARKERS, LATCHED, node="planner")
 
     def on_state(state: AgentState) -> None:
@@ -627,7 +541,7 @@ def build_planner_core(clock: Clock, cfg: AgentConfig, *, provider: Any = None,
             cams = {n: s.camera or "overhead" for n, s in specs.items()}
 
             def unproject(cam: str, u: float, v: float) -> Any:
-                return renderer.unproject(u, v, 0.0, camera=cam)
+                return models[cam].unproject(u, v, 0.0)  # KeyError: no model, no marker
 
             markers.publish(plan_markers(state, unproject, pts, cams))
         except Exception as e:  # markers are a view: never fail the planner
@@ -658,7 +572,8 @@ def build_planner_core(clock: Clock, cfg: AgentConfig, *, provider: Any = None,
                                               "heartbeat": beat})
 
 
-__all__ = ["ArmCore", "Loop", "NodeCore", "arm_diagnostics", "build_arm_core",
-           "build_camera_core", "build_monitor_core", "build_planner_core", "build_sim_core",
-           "build_skills_core", "guess_intrinsics", "load_config", "plan_markers", "tool_names",
-           "tool_set"]
+__all__ = ["ArmCore", "CAMERA_MODELS", "Loop", "NodeCore", "arm_diagnostics",
+           "build_arm_core", "build_camera_core", "build_monitor_core", "build_planner_core",
+           "build_sim_core", "build_skills_core", "guess_intrinsics",
+           "load_config", "plan_markers", "pointing_cameras", "skill_camera_models",
+           "tool_names", "tool_set"]

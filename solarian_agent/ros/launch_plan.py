@@ -69,6 +69,8 @@ ROBOT_ARGS = COMMON_ARGS + (
     Arg("arm_config", "", "arm YAML (default: share/solarian_agent/config/arm_so101.yaml)"),
     Arg("port", "", "the servo bus's serial port ('' = the arm YAML's)"),
     Arg("simulated_bus", "false", "simulated servos on a pseudo-terminal (no arm attached)"),
+    Arg("calibration_dir", "", "camera calibration files <camera>.yaml ('' = "
+                               "~/.config/solarian_agent/cameras or $SOLARIAN_CALIBRATION_DIR)"),
 )
 
 REPLAY_ARGS = (
@@ -206,18 +208,50 @@ def camera_sources(spec: str) -> list[tuple[str, str]]:
 
 
 def robot_plan(args: Mapping[str, str], share: Path) -> list[Planned]:
+    """The real robot's graph.  Every camera the skills point through must be calibrated:
+    a missing calibration stops the launch before anything starts, naming the camera, the
+    file and the command that makes it."""
+    from ..hw.camera.calibration import calibration_path
+
     cams = camera_sources(args.get("cameras", "overhead=0,wrist=2"))
     names_ = [c for c, _ in cams]
+    cal_dir = args.get("calibration_dir", "")
+    require_calibrations(args.get("tool_set", "tidy"), names_, cal_dir)
     nodes = [Planned(executable="camera_node", name=f"camera_{c}",
                      parameters={"camera": c, "source": s,
-                                 "frame_id": f"{c}_camera_optical"}) for c, s in cams]
+                                 "frame_id": f"{c}_camera_optical",
+                                 "calibration_file": str(calibration_path(c, cal_dir or None))})
+             for c, s in cams]
     nodes.append(Planned(executable="arm_node", name="arm", parameters={
         "arm_config": args.get("arm_config") or str(share / "config" / "arm_so101.yaml"),
         "port": args.get("port", ""), "simulated_bus": _true(args.get("simulated_bus", ""))}))
     agents = _agent_nodes(args, share)
     for n in agents:
         n.parameters["cameras"] = ",".join(names_)
+        if n.name in ("skills", "planner"):
+            n.parameters["camera_models"] = "calibrated"
+            n.parameters["calibration_dir"] = cal_dir
     return nodes + agents + _viewers(args, share, names_, sim=False)
+
+
+def require_calibrations(tool_set: str, cameras: Sequence[str], calibration_dir: str) -> None:
+    """Raise ``ValueError`` (the launch stops) when a camera the tools point through is not
+    among ``cameras`` or has no usable calibration file."""
+    from ..core.errors import ConfigError
+    from ..hw.camera.calibration import check_calibrations
+    from .components import pointing_cameras
+    from .components import tool_set as tools_of
+
+    required = pointing_cameras(tools_of(tool_set))
+    absent = [c for c in required if c not in cameras]
+    if absent:
+        raise ValueError(f"the skills point through camera(s) {', '.join(absent)} "
+                         f"({', '.join(t for c in absent for t in required[c])}), which "
+                         f"the cameras argument ({','.join(cameras) or 'none'}) does not name")
+    try:
+        check_calibrations(required, calibration_dir or None)
+    except ConfigError as e:
+        raise ValueError(str(e)) from None
 
 
 def replay_plan(args: Mapping[str, str], share: Path, cameras: Sequence[str] | None = None
@@ -333,8 +367,8 @@ def spec_for(package: str, executable: str, parameters: Mapping[str, Any],
 
 
 __all__ = ["Arg", "LAUNCH_ARGS", "PLANS", "Planned", "RVIZ_TOPICS", "camera_sources",
-           "external_spec", "replay_plan", "robot_plan", "rviz_remappings", "sim_plan",
-           "spec_for", "to_launch_actions"]
+           "external_spec", "replay_plan", "require_calibrations", "robot_plan",
+           "rviz_remappings", "sim_plan", "spec_for", "to_launch_actions"]
 
 
 def share_dir(launch_file: str | Path) -> Path:

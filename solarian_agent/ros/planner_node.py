@@ -37,8 +37,10 @@ def main(args: Sequence[str] | None = None) -> int:
         log_root = str(common.declare(node, "log_root", "", "episode log directory"))
         timeout = float(common.declare(node, "service_timeout_s", 5.0))
         wait_s = float(common.declare(node, "catalogue_timeout_s", 60.0))
+        models, cal_dir = common.camera_model_params(node)
         core = components.build_planner_core(common.RosClock(node), cfg, log_root=log_root,
-                                             planner_name=provider or None)
+                                             planner_name=provider or None,
+                                             camera_models=models, calibration_dir=cal_dir)
     except (ConfigError, ModelConfigError) as e:
         return common.config_error_exit(node, e)
     bridge = Bridge(node, core.bus, service_timeout_s=timeout)

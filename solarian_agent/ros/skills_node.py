@@ -29,8 +29,10 @@ def main(args: Sequence[str] | None = None) -> int:
         planner_timeout = float(common.declare(
             node, "planner_timeout_s", liveness.DEFAULT_PLANNER_TIMEOUT_S,
             "stop the running skills when agent/heartbeat is missing this long (0 = never)"))
+        models, cal_dir = common.camera_model_params(node)
         core = components.build_skills_core(common.RosClock(node), cfg, tools=tools,
-                                            planner_timeout_s=planner_timeout)
+                                            planner_timeout_s=planner_timeout,
+                                            camera_models=models, calibration_dir=cal_dir)
     except ConfigError as e:
         return common.config_error_exit(node, e)
     bridge = Bridge(node, core.bus, service_timeout_s=timeout)

@@ -118,6 +118,19 @@ class ArmPort:
 class CameraPort:
     """Newest frames by camera name, and the geometry of the fixed cameras."""
 
+    def _at_frame_size(self, camera: str, model: Any) -> Any:
+        """A calibrated model for the size the camera delivers now (the pixels are capture
+        pixels): the same model, or K scaled for another mode of the same aspect ratio."""
+        resize = getattr(model, "for_size", None)
+        sub = self._subs.get(camera)
+        frame = sub.latest() if resize is not None and sub is not None else None
+        if frame is None or (frame.width, frame.height) == (model.width, model.height):
+            return model
+        try:
+            return resize(frame.width, frame.height)
+        except Exception as e:  # another aspect ratio: the calibration does not apply
+            raise SkillFailed(str(e)) from None
+
     def __init__(self, bus: Bus, cameras: Mapping[str, Any], node: str = "skills") -> None:
         self.models = dict(cameras)  # name -> PinholeCamera (or anything with unproject)
         self._subs = {c: bus.subscribe(names.image_topic(c), names.T_IMAGE, qos=QoS(depth=1),
@@ -133,6 +146,7 @@ class CameraPort:
         model = self.models.get(camera)
         if model is None:
             raise SkillFailed(f"camera {camera!r} has no calibration")
+        model = self._at_frame_size(camera, model)
         try:
             return np.asarray(model.unproject(u, v, z), float)
         except ValueError as e:

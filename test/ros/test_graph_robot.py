@@ -2,30 +2,67 @@
 camera on a video file and the arm node on its simulated servo bus (a pseudo-terminal), with
 the skills, monitor and planner, started from :func:`launch_plan.robot_plan` as the launch
 file starts them.  Every node comes up under the name the launch file gives it, the cameras
-publish their videos under the agent's camera names, the arm is active and a skill goal runs."""
+publish their videos under the agent's camera names with the calibration files' intrinsics,
+the arm is active, a skill goal runs, and a pick's image point becomes a table position
+through the overhead camera's calibration file.  A skills node whose camera has no
+calibration stops at start-up, naming the camera, the file and the command."""
 
 from __future__ import annotations
 
 import json
+import threading
 
+import cv2
+import numpy as np
 import pytest
 from _rostest_util import NodeProcesses, Probe, video_file
 
+from solarian_agent.hw.camera.calibration import (
+    CalibratedCamera,
+    CameraCalibration,
+    Extrinsics,
+)
 from solarian_agent.ros import launch_plan
 from solarian_agent.ros.components import share_dir
+from solarian_agent.testing.calibrations import write_sim_calibrations
 
 pytestmark = pytest.mark.usefixtures("real_ros")
 
+
+def _table_with_cup(path, size, cup):
+    """A video of a plain table with a red disc at ``cup`` (u, v)."""
+    w = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 10.0, size)
+    for i in range(60):
+        frame = np.full((size[1], size[0], 3), (60 + 5 * i) % 255, np.uint8)
+        cv2.circle(frame, cup, 12, (30, 30, 210), -1)
+        w.write(frame)
+    w.release()
+    return str(path)
+
+
+CUP = (200, 100)
 
 
 @pytest.fixture(scope="module")
 def robot(real_ros, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("robot")
-    cams = (f"overhead={video_file(tmp / 'o.avi', (320, 240))},"
+    cams = (f"overhead={_table_with_cup(tmp / 'o.avi', (320, 240), CUP)},"
             f"wrist={video_file(tmp / 'w.avi', (240, 180), step=3)}")
+    # calibrated at 640x480 (the cameras deliver half that: K is scaled); the wrist camera has
+    # intrinsics only (it moves with the arm; nothing points through it)
+    write_sim_calibrations(tmp / "cameras")
+    # this "robot's" overhead camera hangs 4 cm further forward than the simulator's: what
+    # the skills compute shows which model they used
+    over = CameraCalibration.load(tmp / "cameras" / "overhead.yaml")
+    pose = over.extrinsics.base_from_camera
+    pose[0, 3] += 0.04
+    over.with_extrinsics(Extrinsics.from_matrix(pose, over.extrinsics.measurement,
+                                                over.extrinsics.child_frame)).save(
+        tmp / "cameras" / "overhead.yaml")
     plan = launch_plan.robot_plan({"cameras": cams, "simulated_bus": "true",
                                    "planner_provider": "rules",
-                                   "robot_state_publisher": "false"}, share_dir())
+                                   "robot_state_publisher": "false",
+                                   "calibration_dir": str(tmp / "cameras")}, share_dir())
     g = NodeProcesses(tmp)
     g.start_plan(plan)
     p = Probe(g.domain)
@@ -47,6 +84,12 @@ def test_the_cameras_publish_their_videos_under_the_agents_camera_names(robot):
         assert (img.width, img.height) == size
         (info,) = p.messages("sensor_msgs/msg/CameraInfo", f"{cam}/camera_info", "latched")
         assert info.header.frame_id == f"{cam}_camera_optical"
+        # the calibration file's K (made at twice the size), scaled to the frames
+        cal = CameraCalibration.load(g.workdir / "cameras" / f"{cam}.yaml")
+        assert (info.width, info.height) == size
+        assert info.k[0] == pytest.approx(cal.k[0] / 2) and info.k[4] == pytest.approx(
+            cal.k[4] / 2)
+        assert list(info.d) == pytest.approx(list(cal.d))
 
 
 def test_the_arm_is_active_on_its_servo_bus(robot):
@@ -63,6 +106,46 @@ def test_a_skill_goal_runs_against_the_hardware_drivers(robot):
     res = p.result(p.send_goal(client, p.goal("verify_state", "{}", p.generation(), "r1")))
     assert res.result.outcome == "succeeded", res.result.reason
     assert "report" in json.loads(res.result.data_json)
+
+
+def test_a_pick_points_through_the_overhead_calibration(robot):
+    g, p = robot
+    client = p.action_client("skills/pick_object")
+    feedback: list = []
+    gh = p.send_goal(client, p.goal("pick_object", json.dumps({"point": list(CUP)}),
+                                    p.generation(), "r2"), feedback)
+    got = threading.Event()
+    for _ in range(100):  # the skill has planned its approach (it moves the arm): stop it
+        if feedback or got.wait(0.1):
+            break
+    gh.cancel_goal_async()
+    res = p.result(gh)
+    data = json.loads(res.result.data_json)
+    assert "target_mm" in data, (res.result.outcome, res.result.reason, data, feedback[:3])
+    cal = CameraCalibration.load(g.workdir / "cameras" / "overhead.yaml")
+    want = CalibratedCamera(cal).for_size(320, 240).unproject(*CUP)
+    # the tracker's mask centre of the disc (within a pixel of it: ~2.4 mm at this scale)
+    assert data["target_mm"] == pytest.approx([want[0] * 1000, want[1] * 1000], abs=3.0), \
+        (res.result.outcome, res.result.reason)
+    from solarian_agent.ros.components import skill_camera_models
+
+    sim = skill_camera_models("sim", ["overhead"])["overhead"].unproject(2 * CUP[0] + 0.5,
+                                                                         2 * CUP[1] + 0.5)
+    assert data["target_mm"][0] - sim[0] * 1000 > 30  # not the simulator's camera
+
+
+def test_a_skills_node_without_its_cameras_calibration_stops_naming_it(robot, tmp_path):
+    g, p = robot
+    empty = tmp_path / "no-calibrations"
+    proc = g.start("skills_node", "skills_uncalibrated",
+                   {"camera_models": "calibrated", "calibration_dir": str(empty),
+                    "cameras": "overhead,wrist"})
+    code = proc.wait(60.0)
+    out = proc.output()
+    assert code == 2, out
+    assert f"camera 'overhead' has no calibration: {empty / 'overhead.yaml'}." in out
+    assert "solarian-agent calibrate-camera intrinsics --camera overhead" in out
+    del g.procs[proc.name]
 
 
 def test_every_node_exits_0(robot):

@@ -1,0 +1,177 @@
+"""The camera node's core and the camera models the skills and the planner's markers use,
+without ROS.
+
+``build_camera_core`` runs one OpenCV camera (a device or a video file) on the node's Bus;
+its ``camera_info`` comes from the camera's calibration file when there is one.
+``skill_camera_models`` picks the models that turn an image point into a table position:
+the simulator's (``sim``) or the robot's calibration files (``calibrated``), never one for the
+other.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..core import names
+from ..core.clock import Clock
+from ..core.errors import ConfigError
+from ..core.messages import CameraInfo
+from ..core.transport import LATCHED, Bus
+from . import graph
+from .node_core import Loop, NodeCore
+
+log = logging.getLogger(__name__)
+
+
+def guess_intrinsics(width: int, height: int, hfov_deg: float = 60.0) -> tuple[float, ...]:
+    f = width / (2.0 * math.tan(math.radians(hfov_deg) / 2.0))
+    return (f, 0.0, width / 2.0, 0.0, f, height / 2.0, 0.0, 0.0, 1.0)
+
+
+def build_camera_core(
+    clock: Clock,
+    camera: str,
+    source: int | str,
+    *,
+    width: int = 0,
+    height: int = 0,
+    fps: float = 0.0,
+    frame_id: str = "",
+    k: Sequence[float] = (),
+    d: Sequence[float] = (),
+    capture_factory: Any = None,
+    loop_file: bool = True,
+    bus: Bus | None = None,
+    calibration_file: str = "",
+) -> NodeCore:
+    """An OpenCV camera publishing ``<camera>/image_raw`` and ``<camera>/camera_info``.  A
+    video file plays at its own frame rate and, with ``loop_file``, starts again at its end.
+
+    ``camera_info`` carries the intrinsics of ``calibration_file`` (K scaled to the frames'
+    size when the camera runs another mode of the same aspect ratio); without one, ``k`` /
+    ``d``; without those, a guess (60 degrees across), said in the log."""
+    from ..hw.camera.opencv import OpenCVCamera, OpenCVCameraConfig
+    from ..hw.errors import CameraError, CameraStalledError, EndOfStreamError
+
+    bus = bus or Bus()
+    node = f"camera_{camera}"
+    cal = _camera_calibration(node, camera, calibration_file)
+    if cal is not None and not (width or height):
+        width, height = cal.width, cal.height  # ask the camera for the calibrated mode
+    cfg = OpenCVCameraConfig(source=source, width=width or None, height=height or None,
+                             fps=fps or None, frame_id=frame_id or f"{camera}_camera_optical",
+                             realtime=True)
+    cam = OpenCVCamera(cfg, clock, capture_factory)
+    img_pub = bus.publisher(names.image_topic(camera), names.T_IMAGE,
+                            graph.SENSOR_DATA, node=node)
+    info_pub = bus.publisher(names.camera_info_topic(camera), names.T_CAMERA_INFO, LATCHED,
+                             node=node)
+    state: dict[str, Any] = {"info": None, "ended": False, "stalls": 0}
+
+    def start() -> None:
+        cam.connect()
+
+    def read_once() -> None:
+        if state["ended"]:
+            clock.sleep_until(clock.now() + 0.2)
+            return
+        try:
+            frame = cam.read(timeout_s=cfg.stall_timeout_s)
+        except EndOfStreamError:
+            log.info("%s: end of the video file%s", node, ", again" if loop_file else "")
+            if loop_file:
+                cam.disconnect()
+                cam.connect()
+            else:
+                state["ended"] = True
+            return
+        except CameraStalledError as e:  # no frame in time: said, and tried again
+            state["stalls"] += 1
+            log.warning("%s: %s", node, e)
+            return
+        except CameraError as e:  # gone after the driver's own reconnects: back off, retry
+            log.error("%s: %s; reconnecting in 1 s", node, e)
+            clock.sleep_until(clock.now() + 1.0)
+            cam.disconnect()
+            cam.connect()
+            return
+        img = frame.to_image()
+        if state["info"] is None or state["info"].width != img.width:
+            state["info"] = _camera_info(node, cal, img, k, d)
+            info_pub.publish(state["info"])
+        img_pub.publish(img)
+
+    return NodeCore(bus, graph.camera_node(camera), [Loop("read", 0.0, read_once)],
+                    start=start, shutdown=cam.disconnect, parts={"camera": cam, "state": state})
+
+
+def _camera_calibration(node: str, camera: str, path: str) -> Any:
+    """The camera's calibration file, or None (a missing file is said, not fatal: the launch
+    already refused a camera the skills point through without one)."""
+    if not path:
+        return None
+    from ..hw.camera.calibration import COMMAND, CameraCalibration
+
+    if not Path(path).expanduser().is_file():
+        log.warning("%s: no calibration at %s; camera_info carries guessed intrinsics (make "
+                    "one with `%s intrinsics --camera %s`)", node, path, COMMAND, camera)
+        return None
+    cal = CameraCalibration.load(path)  # an invalid file: ConfigError naming the field
+    if cal.camera != camera:
+        raise ConfigError(f"{path}:camera_calibration.camera",
+                          f"the file is for camera {cal.camera!r}, not {camera!r}")
+    return cal
+
+
+def _camera_info(node: str, cal: Any, img: Any, k: Sequence[float], d: Sequence[float]
+                 ) -> CameraInfo:
+    from ..hw.errors import CalibrationError
+
+    if cal is not None:
+        try:
+            return cal.camera_info(img.stamp, img.width, img.height, img.frame_id)  # type: ignore[no-any-return]
+        except CalibrationError as e:
+            log.error("%s: %s; camera_info carries guessed intrinsics", node, e)
+    kk = tuple(k) if len(k) == 9 else guess_intrinsics(img.width, img.height)
+    return CameraInfo(img.width, img.height, kk, tuple(d), img.frame_id, img.stamp)
+
+
+def pointing_cameras(tools: Mapping[str, Any]) -> dict[str, list[str]]:
+    """camera -> the tools whose image points refer to its images (the skills turn those
+    pixels into table positions through the camera's model)."""
+    out: dict[str, list[str]] = {}
+    for name, tool in tools.items():
+        spec = tool.spec(name)
+        if spec.image_points and spec.camera:
+            out.setdefault(spec.camera, []).append(name)
+    return out
+
+
+CAMERA_MODELS = ("sim", "calibrated")
+
+
+def skill_camera_models(kind: str, cameras: Sequence[str], calibration_dir: str = "",
+                  required: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
+    """The camera models the skills and the planner's markers unproject with: ``sim`` (the
+    simulator's, from the URDF) or ``calibrated`` (the calibration files; a camera in
+    ``required`` without one raises ``MissingCalibrationError``, naming the camera, the file
+    and the command that makes it)."""
+    if kind == "sim":
+        from ..arm.kinematics import ArmModel
+        from ..sim.render import Renderer
+
+        renderer = Renderer(ArmModel.default())
+        return {c: renderer.camera(c) for c in cameras if c in renderer.cameras}
+    if kind == "calibrated":
+        from ..hw.camera.calibration import load_camera_models
+
+        return dict(load_camera_models(cameras, calibration_dir or None, required))
+    raise ConfigError("camera_models", f"{kind!r} is not one of {', '.join(CAMERA_MODELS)}")
+
+
+__all__ = ["CAMERA_MODELS", "build_camera_core", "guess_intrinsics", "pointing_cameras",
+           "skill_camera_models"]

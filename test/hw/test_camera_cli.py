@@ -195,3 +195,31 @@ def test_touch_over_the_servo_bus(tmp_path, monkeypatch, capsys):
           f"over the reach max {table_mm:.2f} mm")
     assert pos_mm < 2.0 and ang < 0.5 and table_mm < 3.0
     assert math.isfinite(got.extrinsics.measurement.rms_px)
+
+
+def test_typed_pixels_when_opencv_has_no_window(tmp_path, monkeypatch, capsys):
+    from solarian_agent.hw.camera.calibrate_cli import TerminalTouchUI
+
+    answers = iter(["abc", "312 240", "400,100"])
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(answers))
+    ui = TerminalTouchUI(None, save_dir=tmp_path)
+    frame = np.full((480, 640, 3), 90, np.uint8)
+    assert ui.click(frame, 1, 2) == (312.0, 240.0)
+    assert ui.click(frame, 2, 2) == (400.0, 100.0)
+    out = capsys.readouterr().out
+    assert f"the frame is saved as {tmp_path / 'touch_frame.png'}" in out
+    assert "type two numbers" in out and (tmp_path / "touch_frame.png").is_file()
+
+
+def test_quitting_the_touch_procedure(tmp_path, monkeypatch, capsys):
+    m = Measurement("2026-11-02T10:00:00+00:00", "test intrinsics", 0.1, 20)
+    CameraCalibration("front", 640, 480, TRUE_K, TRUE_D, m).save(tmp_path / "front.yaml")
+    monkeypatch.setattr("builtins.input", lambda prompt="": "q")
+    assert main(["touch", "--camera", "front", "--dir", str(tmp_path), "--sim", "--image",
+                 str(tmp_path / "none.png")]) == 1
+    assert "is not an image OpenCV can read" in capsys.readouterr().err
+    cv2.imwrite(str(tmp_path / "f.png"), np.zeros((480, 640, 3), np.uint8))
+    assert main(["touch", "--camera", "front", "--dir", str(tmp_path), "--sim", "--image",
+                 str(tmp_path / "f.png")]) == 1
+    assert "calibration stopped by the user" in capsys.readouterr().err
+    assert CameraCalibration.load(tmp_path / "front.yaml").extrinsics is None

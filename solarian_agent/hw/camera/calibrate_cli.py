@@ -421,6 +421,10 @@ class TerminalTouchUI:
                 raise HardwareError(f"--clicks gives {len(self.clicks)} pixels for {total} "
                                     "touched marks")
             return self.clicks[index - 1]
+        if image is not None:
+            got = _click_in_window(image, index, total)
+            if got is not None:
+                return got
         if image is not None and self._saved is None:
             import cv2
 
@@ -437,6 +441,33 @@ class TerminalTouchUI:
                 if ans.strip().lower() == "q":
                     raise HardwareError("calibration stopped by the user") from None
                 print("  type two numbers, e.g. 312 240")
+
+
+def _click_in_window(image: np.ndarray, index: int, total: int) -> tuple[float, float] | None:
+    """A click in an OpenCV window, where OpenCV has a GUI (opencv-python, not the headless
+    build); None where it has none, or when the window is closed with Esc."""
+    import cv2
+
+    title = f"click mark {index} of {total} (Esc: type it instead)"
+    try:
+        cv2.namedWindow(title, cv2.WINDOW_NORMAL)
+    except cv2.error:
+        return None
+    clicked: list[tuple[float, float]] = []
+
+    def on_mouse(event: int, x: int, y: int, *_: Any) -> None:
+        if event == cv2.EVENT_LBUTTONDOWN:
+            clicked.append((float(x), float(y)))
+
+    cv2.setMouseCallback(title, on_mouse)
+    try:
+        while not clicked:  # a person's click: as long as they take
+            cv2.imshow(title, image)
+            if cv2.waitKey(50) == 27:
+                return None
+    finally:
+        cv2.destroyWindow(title)
+    return clicked[0]
 
 
 if __name__ == "__main__":

@@ -464,7 +464,8 @@ def missing_message(camera: str, path: Path, needed_by: Iterable[str] = (),
     why = f" The skills point through it ({', '.join(users)})." if users else ""
     return (f"camera {camera!r} has {what}: {path}.{why} Make it with "
             f"`{COMMAND} intrinsics --camera {camera} ...` and then `{COMMAND} touch --camera "
-            f"{camera} ...` (or `board-pose`); see docs/hardware.md, 'Calibrate the cameras'.")
+            f"{camera} ...` (or `board-pose`); see docs/hardware.md, 'Place and calibrate the "
+            "cameras'.")
 
 
 def load_camera_models(cameras: Iterable[str], directory: str | Path | None = None,

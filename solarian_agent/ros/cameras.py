@@ -60,7 +60,7 @@ def build_camera_core(
     bus = bus or Bus()
     node = f"camera_{camera}"
     cal = _camera_calibration(node, camera, calibration_file)
-    if cal is not None and not (width or height):
+    if cal is not None and not (width or height) and not Path(str(source)).is_file():
         width, height = cal.width, cal.height  # ask the camera for the calibrated mode
     cfg = OpenCVCameraConfig(source=source, width=width or None, height=height or None,
                              fps=fps or None, frame_id=frame_id or f"{camera}_camera_optical",

@@ -143,7 +143,18 @@ def camera_node(camera: str) -> NodeSpec:
                     "height": "capture height (0 = the device's)",
                     "fps": "capture rate (0 = the device's)", "frame_id": "TF frame",
                     "k": "3x3 intrinsics, row-major, 9 doubles (else a 60 degree guess)",
-                    "d": "distortion coefficients (plumb_bob), doubles"})
+                    "d": "distortion coefficients (plumb_bob), doubles",
+                    "calibration_file": "the camera's calibration YAML (K, D, size)"})
+
+
+def calibrate_camera_node(camera: str = "overhead") -> NodeSpec:
+    """The touch calibration against a running robot graph (a tool, not a launched node)."""
+    return NodeSpec(
+        "calibrate_camera", "calibrate_camera",
+        (_sub(names.JOINT_STATES, names.T_JOINT_STATE, RELIABLE),
+         _sub(names.image_topic(camera), names.T_IMAGE, SENSOR_DATA)),
+        description="Touch calibration of a camera's pose against the running graph: the "
+                    "gripper tip from joint_states, one frame from <camera>/image_raw.")
 
 
 def arm_node() -> NodeSpec:
@@ -336,6 +347,7 @@ SPEC_BUILDERS = {
     "skills_node": skills_node, "monitor_node": monitor_node, "planner_node": planner_node,
     "chat": chat_node,
     "bag_player": bag_player_node,
+    "calibrate_camera": calibrate_camera_node,
 }
 EXECUTABLES = tuple(SPEC_BUILDERS)
 
@@ -460,7 +472,8 @@ def check_graph(nodes: Sequence[LaunchedNode], externals: Sequence[NodeSpec] = (
 
 __all__ = ["EXECUTABLES", "EXTERNAL_INPUTS", "LATCHED", "LATEST", "OPTIONAL_INPUTS", "RELIABLE",
            "SENSOR_DATA", "Endpoint", "LaunchedNode", "NodeSpec",
-           "SPEC_BUILDERS", "arm_node", "bag_player_node", "camera_node", "chat_node",
+           "SPEC_BUILDERS", "arm_node", "bag_player_node", "calibrate_camera_node",
+           "camera_node", "chat_node",
            "check_graph", "expand", "monitor_node", "planner_node", "qos_problem",
            "recorded_topics", "replay_topic", "replay_topics", "resolve", "sim_node",
            "skills_node"]

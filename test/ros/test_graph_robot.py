@@ -21,6 +21,7 @@ from solarian_agent.hw.camera.calibration import (
     CalibratedCamera,
     CameraCalibration,
     Extrinsics,
+    rotation_angle_deg,
 )
 from solarian_agent.ros import launch_plan
 from solarian_agent.ros.components import share_dir
@@ -146,6 +147,99 @@ def test_a_skills_node_without_its_cameras_calibration_stops_naming_it(robot, tm
     assert f"camera 'overhead' has no calibration: {empty / 'overhead.yaml'}." in out
     assert "solarian-agent calibrate-camera intrinsics --camera overhead" in out
     del g.procs[proc.name]
+
+
+def test_touch_calibration_over_ros(robot, tmp_path):
+    """``calibrate_camera`` against the running graph: the test jogs the arm (joint commands
+    to the arm node, which keeps its limits) onto six marks, three of them raised, presses
+    Enter at each, then types each mark's pixel as the overhead camera (the simulator's pose,
+    at the videos' 320x240) sees it.  The solved pose is that camera's, not the file's."""
+    import subprocess
+    import sys
+    import time
+
+    from solarian_agent.arm.kinematics import ArmModel
+    from solarian_agent.testing.calibrations import sim_calibration
+
+    g, p = robot
+    sim_calibration("overhead", 320, 240).save(tmp_path / "overhead.yaml")  # no extrinsics
+    true = sim_calibration("overhead")
+    truth = CalibratedCamera(true).for_size(320, 240)
+    model = ArmModel.default()
+    tool = subprocess.Popen(
+        [sys.executable, "-m", "solarian_agent.ros.calibrate_camera", "--camera", "overhead",
+         "--dir", str(tmp_path)], env=g.env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        import queue
+
+        from solarian_agent.ros.probe import ros_type
+
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(ln) for ln in tool.stdout],
+                         daemon=True).start()
+        seen: list[str] = []
+
+        def wait_for(text: str) -> None:
+            end = time.monotonic() + 30.0
+            while time.monotonic() < end:
+                try:
+                    seen.append(lines.get(timeout=1.0))
+                except queue.Empty:
+                    continue
+                if text in seen[-1]:
+                    return
+            raise AssertionError(f"the tool never said {text!r}: {seen}")
+
+        pub = p.publisher("solarian_agent/msg/JointCommand", "joint_commands")
+        cmd_cls = ros_type("solarian_agent/msg/JointCommand")
+        js_log = p.listen("sensor_msgs/msg/JointState", "joint_states")
+        # table marks: the jogged tip hovers 6 mm up (the workspace floor is at 5 mm)
+        marks = [(0.16, -0.12, 0.006), (0.16, 0.12, 0.08), (0.24, 0.0, 0.006),
+                 (0.28, -0.10, 0.08), (0.28, 0.10, 0.006), (0.21, -0.03, 0.08)]
+        q = np.zeros(5)
+        tips = []
+        for xyz in marks:
+            q, _ = model.ik_search(xyz, q0=q)
+            target = dict(zip(model.joint_names, [*q, 0.0], strict=True))
+            end = time.monotonic() + 30.0
+            settled = 0
+            while time.monotonic() < end and settled < 5:
+                msg = cmd_cls(name=list(target), position=[float(v) for v in target.values()],
+                              source="operator")
+                pub.publish(msg)
+                time.sleep(0.05)  # streaming commands at 20 Hz, as teleop does
+                if js_log:
+                    pos = dict(zip(js_log[-1].name, js_log[-1].position, strict=True))
+                    near = max(abs(pos[n] - target[n]) for n in model.joint_names[:5])
+                    settled = settled + 1 if near < 0.004 else 0
+            assert settled >= 5, f"the arm did not reach {xyz}: {g.outputs()}"
+            pos = dict(zip(js_log[-1].name, js_log[-1].position, strict=True))
+            tips.append(model.fk([pos[n] for n in model.joint_names])[0])
+            tool.stdin.write("\n")  # the tip is on the mark: Enter
+            tool.stdin.flush()
+            wait_for(f"mark {len(tips)}: x")  # recorded (the arm holds there until then)
+        tool.stdin.write("d\n\n")  # done; "the arm is out of view"
+        from solarian_agent.hw.camera.touch import on_table
+
+        for u, v in truth.project_many(on_table(np.array(tips)))[0]:  # the marks themselves
+            tool.stdin.write(f"{u:.2f} {v:.2f}\n")
+        tool.stdin.close()
+        assert tool.wait(60) is not None
+        wait_for(f"saved {tmp_path / 'overhead.yaml'}")
+        out = "".join(seen)
+    finally:
+        if tool.poll() is None:
+            tool.kill()
+    assert tool.returncode == 0, out
+    assert "off (px)" in out and f"saved {tmp_path / 'overhead.yaml'}" in out
+    got = CameraCalibration.load(tmp_path / "overhead.yaml")
+    pos_mm = np.linalg.norm(np.array(got.extrinsics.translation_m)
+                            - true.extrinsics.base_from_camera[:3, 3]) * 1000
+    ang = rotation_angle_deg(got.extrinsics.base_from_camera, true.extrinsics.base_from_camera)
+    print(f"touch calibration over ROS: pose error {pos_mm:.2f} mm, {ang:.3f} deg")
+    assert pos_mm < 2.0 and ang < 0.5, (pos_mm, ang, out)  # clicks exact: the plumbing
+    assert "(3 raised)" in got.extrinsics.measurement.method
 
 
 def test_every_node_exits_0(robot):

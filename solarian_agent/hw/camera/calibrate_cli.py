@@ -42,7 +42,12 @@ from solarian_agent.hw.camera.solve import (
     calibrate_intrinsics,
     extrinsics_from_board,
 )
-from solarian_agent.hw.camera.touch import arm_tip_source, residual_rows, touch_calibration
+from solarian_agent.hw.camera.touch import (
+    TouchResult,
+    arm_tip_source,
+    residual_rows,
+    touch_calibration,
+)
 from solarian_agent.hw.errors import HardwareError
 from solarian_agent.hw.tables import format_table
 
@@ -270,10 +275,15 @@ def _intrinsics(args: argparse.Namespace) -> int:
 
 
 def _intrinsics_file(args: argparse.Namespace) -> tuple[Path, CameraCalibration]:
-    path = calibration_path(args.camera, args.dir or None)
+    return intrinsics_file(args.camera, args.dir)
+
+
+def intrinsics_file(camera: str, directory: str = "") -> tuple[Path, CameraCalibration]:
+    """The camera's calibration file, which must exist (with its intrinsics)."""
+    path = calibration_path(camera, directory or None)
     if not path.is_file():
         raise HardwareError(f"{path} does not exist: calibrate the intrinsics first "
-                            f"({COMMAND} intrinsics --camera {args.camera} ...)")
+                            f"({COMMAND} intrinsics --camera {camera} ...)")
     return path, CameraCalibration.load(path)
 
 
@@ -339,6 +349,12 @@ def _touch(args: argparse.Namespace) -> int:
 
         ui = TerminalTouchUI(args.clicks, save_dir=path.parent)
         result = touch_calibration(intr, tip, grab, ui, max_rms_px=args.max_error)
+    save_touch(result, path)
+    return 0
+
+
+def save_touch(result: TouchResult, path: Path) -> None:
+    """Print the marks' table and the pose, and save the calibration."""
     print(format_table(["mark", "x (mm)", "y (mm)", "z (mm)", "u (px)", "v (px)", "off (px)"],
                        residual_rows(result.points, result.pixels,
                                      result.extrinsics.residuals_px),
@@ -346,7 +362,6 @@ def _touch(args: argparse.Namespace) -> int:
     result.calibration.save(path)
     _print_pose(result.calibration, result.extrinsics.rms_px)
     print(f"saved {path}")
-    return 0
 
 
 def _print_pose(cal: CameraCalibration, rms: float) -> None:

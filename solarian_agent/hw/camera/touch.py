@@ -5,7 +5,9 @@
    camera's pose down much better than marks all on the table.
 2. For each mark in turn, bring the gripper tip (fingers closed) onto it (by hand with torque
    off, or with the teleop keys) and confirm: the arm's joint readings, through the URDF's
-   forward kinematics, give the mark's position in the base frame.
+   forward kinematics, give the mark's position in the base frame.  A tip within
+   ``TABLE_SNAP_M`` of the table top is taken to be on it (z = 0): the marks there are on the
+   table, and a jogged tip stops at the workspace floor, 5 mm above it.
 3. Move the arm out of the camera's view; one frame is taken.
 4. Click each mark in that frame, in the order touched.
 5. OpenCV solves the camera's pose (``solve.extrinsics_from_points``), refusing too few,
@@ -36,6 +38,7 @@ from solarian_agent.hw.camera.solve import (
 )
 from solarian_agent.hw.errors import CalibrationError
 
+TABLE_SNAP_M = 0.012
 TipSource = Callable[[], np.ndarray]
 FrameSource = Callable[[], np.ndarray]
 
@@ -93,8 +96,16 @@ def collect_touches(tip: TipSource, ui: TouchUI, min_points: int = 4,
             continue
         pts.append(p)
         ui.say(f"mark {n}: x {p[0] * 1000:.1f} mm, y {p[1] * 1000:.1f} mm, "
-               f"z {p[2] * 1000:.1f} mm")
+               f"z {p[2] * 1000:.1f} mm" + (" (on the table)" if abs(p[2]) < TABLE_SNAP_M
+                                             else ""))
     return np.array(pts)
+
+
+def on_table(points: np.ndarray, snap_m: float = TABLE_SNAP_M) -> np.ndarray:
+    """The marks: a tip within ``snap_m`` of the table top touched a mark on it (z = 0)."""
+    out = np.array(points, float)
+    out[np.abs(out[:, 2]) < snap_m, 2] = 0.0
+    return out
 
 
 def touch_calibration(intrinsics: CameraCalibration, tip: TipSource, grab: FrameSource,
@@ -105,7 +116,7 @@ def touch_calibration(intrinsics: CameraCalibration, tip: TipSource, grab: Frame
         raise ValueError("the pose needs at least 4 points")
     ui.say("Touch each table mark with the gripper tip (fingers closed), in any order you "
            "like but remember it: you will click them in the same order.")
-    points = collect_touches(tip, ui, min_points)
+    points = on_table(collect_touches(tip, ui, min_points))
     ui.ask("Move the arm out of the camera's view, then press Enter: ")
     image = grab()
     if image is not None:
@@ -151,5 +162,5 @@ def arm_tip_source(read_positions: Callable[[], dict[str, float]]) -> TipSource:
     return tip
 
 
-__all__ = ["CalibrationAborted", "TouchResult", "TouchUI", "arm_tip_source",
-           "collect_touches", "residual_rows", "touch_calibration"]
+__all__ = ["CalibrationAborted", "TABLE_SNAP_M", "TouchResult", "TouchUI", "arm_tip_source",
+           "collect_touches", "on_table", "residual_rows", "touch_calibration"]

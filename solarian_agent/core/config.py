@@ -245,6 +245,26 @@ def _post_validate(obj: Any, path: str) -> None:
                               "never hold a key")
 
 
+def read_yaml(path: str | Path, missing: str = "file not found") -> Any:
+    """A YAML file's document; ``ConfigError`` naming the file when it is missing (with
+    ``missing`` as the reason) or not YAML."""
+    try:
+        return yaml.safe_load(Path(path).expanduser().read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise ConfigError(str(path), missing) from e
+    except yaml.YAMLError as e:
+        raise ConfigError(str(path), f"not valid YAML: {e}") from e
+
+
+def yaml_block(path: str | Path, key: str, missing: str = "file not found") -> dict[str, Any]:
+    """The mapping under the top-level ``key`` of a YAML file (errors name the file)."""
+    doc = read_yaml(path, missing)
+    block = doc.get(key) if isinstance(doc, dict) else None
+    if not isinstance(block, dict):
+        raise ConfigError(str(path), f"expected a top-level '{key}:' mapping")
+    return block
+
+
 def load_agent_config(source: str | Path | dict[str, Any], root: str = "agent") -> AgentConfig:
     """Load the ``agent:`` block from a YAML file or an already-parsed mapping."""
     if isinstance(source, dict):
@@ -252,12 +272,7 @@ def load_agent_config(source: str | Path | dict[str, Any], root: str = "agent") 
         where = "<mapping>"
     else:
         where = str(source)
-        try:
-            doc = yaml.safe_load(Path(source).read_text(encoding="utf-8"))
-        except FileNotFoundError as e:
-            raise ConfigError(where, "file not found") from e
-        except yaml.YAMLError as e:
-            raise ConfigError(where, f"not valid YAML: {e}") from e
+        doc = read_yaml(source)
     if doc is None:
         doc = {}
     if not isinstance(doc, dict):

@@ -167,7 +167,7 @@ def skill_camera_models(kind: str, cameras: Sequence[str], calibration_dir: str 
         renderer = Renderer(ArmModel.default())
         return {c: renderer.camera(c) for c in cameras if c in renderer.cameras}
     if kind == "calibrated":
-        from ..hw.camera.calibration import load_camera_models
+        from ..hw.camera.model import load_camera_models
 
         return dict(load_camera_models(cameras, calibration_dir or None, required))
     raise ConfigError("camera_models", f"{kind!r} is not one of {', '.join(CAMERA_MODELS)}")

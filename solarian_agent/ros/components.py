@@ -54,15 +54,10 @@ def load_config(config_file: str = "", overrides: Mapping[str, Any] | None = Non
     """The agent: block of ``config_file`` (default config/controller.yaml), with
     ``overrides`` (already-typed ROS parameters: cameras, control_period_s) applied and
     validated exactly as the core validates the YAML."""
-    path = Path(config_file) if config_file else default_config_path()
-    import yaml
+    from ..core.config import read_yaml
 
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError as e:
-        raise ConfigError(str(path), "file not found") from e
-    except yaml.YAMLError as e:
-        raise ConfigError(str(path), f"not valid YAML: {e}") from e
+    path = Path(config_file) if config_file else default_config_path()
+    doc = read_yaml(path) or {}
     if not isinstance(doc, dict):
         raise ConfigError("agent", f"{path} must hold a mapping at the top level")
     block = dict(doc.get("agent") or {})

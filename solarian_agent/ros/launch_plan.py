@@ -238,7 +238,7 @@ def require_calibrations(tool_set: str, cameras: Sequence[str], calibration_dir:
     """Raise ``ValueError`` (the launch stops) when a camera the tools point through is not
     among ``cameras`` or has no usable calibration file."""
     from ..core.errors import ConfigError
-    from ..hw.camera.calibration import check_calibrations
+    from ..hw.camera.model import check_calibrations
     from .components import pointing_cameras
     from .components import tool_set as tools_of
 

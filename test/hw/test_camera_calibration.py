@@ -22,15 +22,17 @@ from camcal_helpers import (
 from solarian_agent.core.errors import ConfigError
 from solarian_agent.hw.camera.boards import BoardError, BoardSpec, Detection, detect
 from solarian_agent.hw.camera.calibration import (
-    CalibratedCamera,
     CameraCalibration,
-    CameraModelError,
     Extrinsics,
     Measurement,
-    MissingCalibrationError,
-    load_camera_models,
     pose_matrix,
     rotation_angle_deg,
+)
+from solarian_agent.hw.camera.model import (
+    CalibratedCamera,
+    CameraModelError,
+    MissingCalibrationError,
+    load_camera_models,
 )
 from solarian_agent.hw.camera.solve import (
     CalibrationRefused,

@@ -23,11 +23,11 @@ from solarian_agent.arm.kinematics import ArmModel
 from solarian_agent.hw.camera.boards import BoardSpec
 from solarian_agent.hw.camera.calibrate_cli import main
 from solarian_agent.hw.camera.calibration import (
-    CalibratedCamera,
     CameraCalibration,
     Measurement,
     rotation_angle_deg,
 )
+from solarian_agent.hw.camera.model import CalibratedCamera
 from solarian_agent.hw.camera.solve import base_from_table_board
 from solarian_agent.hw.feetech.arm import default_arm_config
 from solarian_agent.hw.feetech.calibration import ArmCalibration

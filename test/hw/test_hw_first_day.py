@@ -82,6 +82,20 @@ def test_a_bad_baud_rate_is_a_usage_error(capsys):
     assert "--baudrate 12345 is not one an STS3215 takes" in capsys.readouterr().err
 
 
+def test_calibrate_into_a_new_file_starts_from_the_nominal_arm(tmp_path, monkeypatch, capsys):
+    # a leader arm's first calibration: its file does not exist yet; Enter at once (nothing
+    # moved) is refused by name, after the procedure ran on the bus
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n\n\n"))
+    with SimulatedBus() as sim:
+        code = main(["calibrate", "--port", sim.port_name, "--calibration",
+                     str(tmp_path / "leader.yaml")])
+        assert not any(sim.torque(i) for i in range(1, 7))  # torque off for hand moving
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "joint 'shoulder_pan' moved only 0 ticks during calibration" in err
+    assert not (tmp_path / "leader.yaml").exists()
+
+
 # ------------------------------------------------------------------------------ find-port
 def test_find_port_names_the_port_that_vanished(tmp_path, monkeypatch, capsys):
     a, b = SimulatedBus(), SimulatedBus()

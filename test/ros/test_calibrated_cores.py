@@ -5,18 +5,15 @@ camera_info comes from the file, scaled to the frames' size."""
 
 from __future__ import annotations
 
-import cv2
 import numpy as np
 import pytest
+from _rostest_util import video_file
 
 from solarian_agent.core import names
 from solarian_agent.core.clock import FakeClock, SystemClock
 from solarian_agent.core.messages import AgentState, CameraInfo, Image
-from solarian_agent.hw.camera.calibration import (
-    CalibratedCamera,
-    Extrinsics,
-    MissingCalibrationError,
-)
+from solarian_agent.hw.camera.calibration import Extrinsics
+from solarian_agent.hw.camera.model import CalibratedCamera, MissingCalibrationError
 from solarian_agent.ros import components as C
 from solarian_agent.sim.camera import OVERHEAD
 from solarian_agent.testing.calibrations import sim_calibration, write_sim_calibrations
@@ -88,11 +85,7 @@ def test_the_planner_markers_use_the_calibration(tmp_path):
 
 
 def test_camera_info_comes_from_the_calibration_file(tmp_path):
-    path = str(tmp_path / "v.avi")
-    w = cv2.VideoWriter(path, cv2.VideoWriter_fourcc(*"MJPG"), 30.0, (320, 240))
-    for i in range(3):
-        w.write(np.full((240, 320, 3), 40 * i, np.uint8))
-    w.release()
+    path = video_file(tmp_path / "v.avi", (320, 240), frames=3)
     cal = sim_calibration("overhead")
     cal.save(tmp_path / "overhead.yaml")
     core = C.build_camera_core(SystemClock(), "overhead", path,

@@ -17,12 +17,8 @@ import numpy as np
 import pytest
 from _rostest_util import NodeProcesses, Probe, video_file
 
-from solarian_agent.hw.camera.calibration import (
-    CalibratedCamera,
-    CameraCalibration,
-    Extrinsics,
-    rotation_angle_deg,
-)
+from solarian_agent.hw.camera.calibration import CameraCalibration, Extrinsics, rotation_angle_deg
+from solarian_agent.hw.camera.model import CalibratedCamera
 from solarian_agent.ros import launch_plan
 from solarian_agent.ros.components import share_dir
 from solarian_agent.testing.calibrations import write_sim_calibrations

@@ -29,7 +29,6 @@ from solarian_agent.core.errors import ConfigError
 from solarian_agent.hw.camera.boards import BoardError, BoardSpec, Detection, average, detect
 from solarian_agent.hw.camera.calibration import (
     COMMAND,
-    CalibratedCamera,
     CameraCalibration,
     Extrinsics,
     Measurement,
@@ -37,6 +36,7 @@ from solarian_agent.hw.camera.calibration import (
     default_calibration_dir,
     now_iso,
 )
+from solarian_agent.hw.camera.model import CalibratedCamera
 from solarian_agent.hw.camera.solve import (
     base_from_table_board,
     calibrate_intrinsics,

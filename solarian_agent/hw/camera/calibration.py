@@ -1,4 +1,4 @@
-"""Camera calibration files and the calibrated camera model (pixel <-> table in the arm's base).
+"""Camera calibration files (the calibrated model that uses them: :mod:`.model`).
 
 One YAML file per camera, ``<calibration_dir>/<camera>.yaml`` (default directory
 ``~/.config/solarian_agent/cameras``, or ``$SOLARIAN_CALIBRATION_DIR``), written by
@@ -53,19 +53,6 @@ BASE_FRAME = "base_link"
 DISTORTION_MODEL = "plumb_bob"
 ENV_DIR = "SOLARIAN_CALIBRATION_DIR"
 COMMAND = "solarian-agent calibrate-camera"
-
-
-class CameraModelError(CalibrationError, ValueError):
-    """A pixel that does not map onto the requested plane, or a point behind the camera."""
-
-
-class MissingCalibrationError(ConfigError):
-    """A camera the skills point through has no (complete) calibration file; the message names
-    the camera, the file and the command that makes it."""
-
-    def __init__(self, path: str, message: str) -> None:
-        self.path = path
-        Exception.__init__(self, message)
 
 
 def default_calibration_dir() -> Path:
@@ -276,18 +263,10 @@ class CameraCalibration:
 
     @classmethod
     def load(cls, path: str | Path) -> CameraCalibration:
-        import yaml
+        from solarian_agent.core.config import yaml_block
 
         p = Path(path).expanduser()
-        try:
-            doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except FileNotFoundError as e:
-            raise ConfigError(str(p), "calibration file not found") from e
-        except yaml.YAMLError as e:
-            raise ConfigError(str(p), f"not valid YAML: {e}") from e
-        block = doc.get("camera_calibration") if isinstance(doc, Mapping) else None
-        if not isinstance(block, Mapping):
-            raise ConfigError(str(p), "expected a top-level 'camera_calibration:' mapping")
+        block = yaml_block(p, "camera_calibration", "calibration file not found")
         return replace(cls.from_mapping(block, where=f"{p}:camera_calibration"), path=str(p))
 
     @classmethod
@@ -377,87 +356,7 @@ def _measurement(v: Any, where: str, count_key: str) -> Measurement:
     return Measurement(str(v["measured_at"]), str(v["method"]), float(rms), int(count))
 
 
-# ------------------------------------------------------------------------------ the model
-class CalibratedCamera:
-    """A real camera's model: distortion-aware projection and pixel -> plane in base_link.
-
-    Offers what the skills and the planner's markers use from the simulator's pinhole model
-    (``unproject``, ``project``, ``width`` / ``height``), from a calibration file."""
-
-    def __init__(self, cal: CameraCalibration, width: int = 0, height: int = 0) -> None:
-        if cal.extrinsics is None:
-            raise CalibrationError(f"camera {cal.camera!r}: the calibration has no extrinsics "
-                                   "(its pose relative to the arm)")
-        self.calibration = cal
-        self.width = width or cal.width
-        self.height = height or cal.height
-        self.K = np.array(cal.scaled_k(self.width, self.height), float).reshape(3, 3)
-        self.D = cal.D
-        self.pose = cal.extrinsics.base_from_camera
-        self.position = self.pose[:3, 3].copy()
-        self._r_cw = self.pose[:3, :3].T
-        self._t_cw = -self._r_cw @ self.position
-
-    @property
-    def name(self) -> str:
-        return self.calibration.camera
-
-    def for_size(self, width: int, height: int) -> CalibratedCamera:
-        if (width, height) == (self.width, self.height):
-            return self
-        return CalibratedCamera(self.calibration, width, height)
-
-    def normalized(self, uv: np.ndarray) -> np.ndarray:
-        """Distorted pixels (N x 2) -> ideal normalized image coordinates (N x 2)."""
-        import cv2
-
-        pts = np.asarray(uv, np.float64).reshape(-1, 1, 2)
-        crit = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 50, 1e-10)
-        out: np.ndarray = cv2.undistortPoints(pts, self.K, self.D, criteria=crit)
-        return out.reshape(-1, 2)
-
-    def ray(self, u: float, v: float) -> np.ndarray:
-        x, y = self.normalized(np.array([[u, v]]))[0]
-        d = self.pose[:3, :3] @ np.array([x, y, 1.0])
-        out: np.ndarray = d / np.linalg.norm(d)
-        return out
-
-    def unproject(self, u: float, v: float, z: float = 0.0) -> np.ndarray:
-        """The base-frame point on the horizontal plane at height ``z`` seen at (u, v)."""
-        if not (math.isfinite(u) and math.isfinite(v) and math.isfinite(z)):
-            raise CameraModelError(f"unproject needs finite numbers, got ({u}, {v}, z={z})")
-        d = self.ray(u, v)
-        if abs(d[2]) < 1e-9:
-            raise CameraModelError(f"pixel ({u:.1f}, {v:.1f}) of camera {self.name} looks "
-                                   f"parallel to the plane z={z}")
-        s = (z - self.position[2]) / d[2]
-        if s <= 0:
-            raise CameraModelError(f"pixel ({u:.1f}, {v:.1f}) of camera {self.name} does not "
-                                   f"look down onto the plane z={z}")
-        out: np.ndarray = self.position + s * d
-        return out
-
-    def project_many(self, xyz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Base-frame points (N x 3) -> distorted pixels (N x 2) and depths (N,)."""
-        import cv2
-
-        pts = np.atleast_2d(np.asarray(xyz, np.float64))
-        depth = (pts @ self._r_cw.T + self._t_cw)[:, 2]
-        rvec, _ = cv2.Rodrigues(self._r_cw)
-        uv, _ = cv2.projectPoints(pts.reshape(-1, 1, 3), rvec, self._t_cw, self.K, self.D)
-        return uv.reshape(-1, 2), depth
-
-    def project(self, xyz: Sequence[float] | np.ndarray) -> tuple[float, float]:
-        uv, depth = self.project_many(np.asarray(xyz, float).reshape(1, 3))
-        if depth[0] <= 1e-9:
-            raise CameraModelError(f"point {tuple(xyz)} is behind camera {self.name}")
-        return float(uv[0, 0]), float(uv[0, 1])
-
-    def in_image(self, u: float, v: float) -> bool:
-        return -0.5 <= u < self.width - 0.5 and -0.5 <= v < self.height - 0.5
-
-
-# ------------------------------------------------------------------------------ loading
+# ------------------------------------------------------------------------------ messages
 def missing_message(camera: str, path: Path, needed_by: Iterable[str] = (),
                     what: str = "no calibration") -> str:
     users = sorted(set(needed_by))
@@ -468,43 +367,6 @@ def missing_message(camera: str, path: Path, needed_by: Iterable[str] = (),
             "cameras'.")
 
 
-def load_camera_models(cameras: Iterable[str], directory: str | Path | None = None,
-                       required: Mapping[str, Sequence[str]] | None = None
-                       ) -> dict[str, CalibratedCamera]:
-    """The calibrated models of ``cameras`` found in ``directory``.  A camera in ``required``
-    (camera -> the tools that point through it) without a file, or without extrinsics, raises
-    :class:`MissingCalibrationError` naming the camera, the file and the command that makes
-    it; an invalid file raises ``ConfigError`` naming the field.  The others are skipped."""
-    req = dict(required or {})
-    out: dict[str, CalibratedCamera] = {}
-    for cam in dict.fromkeys([*cameras, *req]):
-        path = calibration_path(cam, directory)
-        if not path.is_file():
-            if cam in req:
-                raise MissingCalibrationError(str(path), missing_message(cam, path, req[cam]))
-            continue
-        cal = CameraCalibration.load(path)
-        if cal.camera != cam:
-            raise ConfigError(f"{path}:camera_calibration.camera",
-                              f"the file is for camera {cal.camera!r}, not {cam!r}")
-        if cal.extrinsics is None:
-            if cam in req:
-                raise MissingCalibrationError(str(path), missing_message(
-                    cam, path, req[cam], what="intrinsics but no extrinsics (its pose "
-                                              "relative to the arm's base)"))
-            continue
-        out[cam] = CalibratedCamera(cal)
-    return out
-
-
-def check_calibrations(required: Mapping[str, Sequence[str]],
-                       directory: str | Path | None = None) -> None:
-    """Raise :class:`MissingCalibrationError` when a required camera lacks a usable file."""
-    load_camera_models((), directory, required)
-
-
-__all__ = ["BASE_FRAME", "COMMAND", "CalibratedCamera", "CameraCalibration", "CameraModelError",
-           "Extrinsics", "Measurement", "MissingCalibrationError", "calibration_path",
-           "check_calibrations", "default_calibration_dir", "load_camera_models",
-           "matrix_to_quat", "missing_message", "now_iso", "pose_matrix", "quat_to_matrix",
-           "rotation_angle_deg"]
+__all__ = ["BASE_FRAME", "COMMAND", "CameraCalibration", "Extrinsics", "Measurement",
+           "calibration_path", "default_calibration_dir", "matrix_to_quat", "missing_message",
+           "now_iso", "pose_matrix", "quat_to_matrix", "rotation_angle_deg"]

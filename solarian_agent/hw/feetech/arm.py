@@ -84,18 +84,10 @@ class FeetechArmConfig:
     def from_yaml(cls, path: str | Path | None = None) -> FeetechArmConfig:
         """Port/baudrate/rate from the ``arm:`` block of the calibration file itself (default:
         the shipped one)."""
-        import yaml
+        from solarian_agent.core.config import yaml_block
 
         path = Path(path) if path else default_arm_config()
-        try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except FileNotFoundError as e:
-            raise ConfigError(str(path), "arm configuration file not found") from e
-        except yaml.YAMLError as e:
-            raise ConfigError(str(path), f"not valid YAML: {e}") from e
-        arm = doc.get("arm") if isinstance(doc, Mapping) else None
-        if not isinstance(arm, Mapping):
-            raise ConfigError(str(path), "expected a top-level 'arm:' mapping")
+        arm = yaml_block(path, "arm", "arm configuration file not found")
         return cls.from_mapping(arm, calibration_file=str(path), where=f"{path}:arm")
 
 

@@ -217,20 +217,13 @@ class ArmCalibration:
 
     @classmethod
     def load(cls, path: str | Path) -> ArmCalibration:
-        import yaml
+        from solarian_agent.core.config import yaml_block
 
         p = Path(path)
         if not p.exists():
             raise CalibrationError(f"calibration file {p} does not exist; run the guided "
                                    "calibration (python -m solarian_agent.hw.feetech calibrate)")
-        with p.open(encoding="utf-8") as f:
-            try:
-                doc = yaml.safe_load(f)
-            except yaml.YAMLError as e:
-                raise ConfigError(str(p), f"not valid YAML: {e}") from e
-        if not isinstance(doc, Mapping) or not isinstance(doc.get("arm"), Mapping):
-            raise ConfigError(str(p), "expected a top-level 'arm:' mapping")
-        return cls.from_mapping(doc["arm"], where=f"{p}:arm")
+        return cls.from_mapping(yaml_block(p, "arm"), where=f"{p}:arm")
 
     def save(self, path: str | Path, settings: Mapping[str, Any] | None = None) -> None:
         """Write the calibration (and ``settings`` such as port / baudrate / rate_hz, kept

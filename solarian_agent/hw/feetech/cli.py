@@ -92,12 +92,17 @@ def _calibration_file(args: argparse.Namespace) -> Path:
     return Path(args.calibration) if args.calibration else default_arm_config()
 
 
-def _arm(args: argparse.Namespace, stack: ExitStack, check_ids: bool = True) -> FeetechArm:
+def _arm(args: argparse.Namespace, stack: ExitStack, check_ids: bool = True,
+         new_file_ok: bool = False) -> FeetechArm:
+    """The arm on its port with its calibration file (``new_file_ok``: a file that does not
+    exist yet starts from the nominal SO-101 values, for ``calibrate``)."""
     path = _calibration_file(args)
     port = args.port
     cal = None
     if args.sim:
         port = stack.enter_context(SimulatedBus()).port_name
+        cal = default_so101()
+    elif new_file_ok and not path.is_file():
         cal = default_so101()
     else:
         cal = ArmCalibration.load(path)
@@ -186,7 +191,7 @@ def _ping(args: argparse.Namespace, stack: ExitStack) -> int:
 def _calibrate(args: argparse.Namespace, stack: ExitStack) -> int:
     from solarian_agent.hw.feetech.terminal import TerminalCalibrationUI
 
-    arm = _arm(args, stack)
+    arm = _arm(args, stack, new_file_ok=True)
     path = _calibration_file(args)
     new = run_guided_calibration(arm.read_raw_positions, TerminalCalibrationUI(),
                                  base=arm.calibration, set_torque=arm.set_torque)

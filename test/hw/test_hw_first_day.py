@@ -114,6 +114,22 @@ def test_find_port_names_the_port_that_vanished(tmp_path, monkeypatch, capsys):
     assert f"The arm's port is {tmp_path / 'usb-arm'}" in out
 
 
+def test_find_port_with_a_by_id_link_and_its_device(tmp_path, monkeypatch, capsys):
+    """A real adapter shows as /dev/ttyACM0 and as its /dev/serial/by-id/ link: both vanish
+    on unplugging, one device; the stable by-id name is the answer."""
+    with SimulatedBus() as other:
+        a = SimulatedBus()
+        by_id = tmp_path / "by-id"
+        by_id.mkdir()
+        (by_id / "usb-1a86_arm-if00").symlink_to(a.port_name)
+        (tmp_path / "ttyACM9").symlink_to(a.port_name)
+        (tmp_path / "ttyACM8").symlink_to(other.port_name)
+        _answers(monkeypatch, lambda p: a.stop() or "")
+        assert main(["find-port", "--pattern", str(tmp_path / "ttyACM*"), "--pattern",
+                     str(by_id / "*")]) == 0  # the by-id link listed last
+    assert f"The arm's port is {by_id / 'usb-1a86_arm-if00'}" in capsys.readouterr().out
+
+
 def test_find_port_when_nothing_vanished(tmp_path, monkeypatch, capsys):
     with SimulatedBus() as a:
         (tmp_path / "usb-arm").symlink_to(a.port_name)

@@ -50,6 +50,7 @@ def find_port(ask: Callable[[str], str], patterns: Iterable[str] = PORT_PATTERNS
     """The port that vanishes when the user unplugs the arm (``ask`` waits for Enter)."""
     pats = list(patterns)
     before = list_ports(pats)
+    real = {p: os.path.realpath(p) for p in before}  # resolved while the links still exist
     if not before:
         raise DeviceNotFoundError(
             "no serial ports at all: plug the arm's USB cable in (and power the servos); on "
@@ -61,8 +62,8 @@ def find_port(ask: Callable[[str], str], patterns: Iterable[str] = PORT_PATTERNS
         raise DeviceNotFoundError(
             "no port vanished: was the USB cable unplugged from the computer? (Unplugging "
             "the servo power only is not enough.)")
-    by_id = [p for p in gone if p.startswith("/dev/serial/by-id/")]
-    devices = {os.path.realpath(p) for p in gone}
+    by_id = [p for p in gone if "/by-id/" in p]  # the name that survives replugging
+    devices = {real[p] for p in gone}
     if len(devices) > 1:
         raise DeviceNotFoundError(
             "more than one port vanished (" + ", ".join(gone) + "): unplug only the arm")

@@ -31,6 +31,8 @@ setup(
         "mcap>=1.1",
         "zstandard>=0.22",
         "pyserial>=3.5",
+        # the 3D simulator backend (--sim mujoco); imported only when asked for
+        "mujoco>=3.3",
     ],
     extras_require={
         "agent": ["anthropic>=0.40", "openai>=1.50"],

@@ -19,8 +19,10 @@ from .core import names
 from .core.config import load_agent_config
 from .core.errors import ConfigError
 from .core.messages import AgentEvent, Generation, SkillGoal
+from .core.errors import CoreError
 from .core.transport import LATCHED, QoS
 from .models.base import ModelConfigError
+from .sim.backend import DEFAULT_BACKEND, SIM_BACKENDS
 
 DEFAULT_TASK = ("put the red cup on the tray and the yellow paper in the bin, then check the "
                 "table")
@@ -103,6 +105,8 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="solarian-agent demo", description=__doc__)
     p.add_argument("task", nargs="?", default=DEFAULT_TASK)
     p.add_argument("--seed", type=int, default=7, help="table layout and fault seed")
+    p.add_argument("--sim", choices=SIM_BACKENDS, default=DEFAULT_BACKEND,
+                   help="simulator: 2d (the tabletop world, default) or mujoco (3D physics)")
     p.add_argument("--faults", type=float, default=0.0, metavar="P",
                    help="probability of a (recoverable) failed grasp or slip per attempt")
     p.add_argument("--planner", default=None,
@@ -141,10 +145,14 @@ def main(argv: Sequence[str] = ()) -> int:
         system = build_sim_system(config=cfg, seed=a.seed, faults=faults,
                                   planner_name=a.planner, log_root=a.out,
                                   session=session_name(f"demo {a.task}"),
-                                  realtime=a.realtime or (a.planner not in (None, "rules")))
+                                  realtime=a.realtime or (a.planner not in (None, "rules")),
+                                  sim_backend=a.sim)
     except (ConfigError, ModelConfigError) as e:
         print(f"solarian-agent demo: {e}", file=sys.stderr)
         return 2
+    except CoreError as e:  # the simulator could not start (no OpenGL for mujoco)
+        print(f"solarian-agent demo: the {a.sim} simulator cannot start: {e}", file=sys.stderr)
+        return 1
     printer = Printer(verbose=a.verbose)
     system.bus.subscribe(names.AGENT_EVENTS, names.T_AGENT_EVENT, callback=printer,
                          qos=QoS(depth=500))
@@ -165,7 +173,7 @@ def main(argv: Sequence[str] = ()) -> int:
         bag = BagRecorder(bag_dir, clock=lambda: int(clock.epoch() * 1e9),
                           realtime=system.runtime.realtime)
         bag.attach(system.bus)
-    print(f"tidy-up demo: seed {a.seed}, faults {a.faults:g}, planner "
+    print(f"tidy-up demo ({a.sim} simulator): seed {a.seed}, faults {a.faults:g}, planner "
           f"{system.planner.provider.name}, monitor "
           f"{cfg.monitor.provider if cfg.monitor and system.monitor else 'none'}", flush=True)
     system.planner.message(a.task)
@@ -204,10 +212,16 @@ def main_panel(argv: Sequence[str] = ()) -> int:  # pragma: no cover - interacti
     p = argparse.ArgumentParser(prog="solarian-agent panel")
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--sim", choices=SIM_BACKENDS, default=DEFAULT_BACKEND,
+                   help="simulator: 2d (default) or mujoco (3D physics)")
     a = p.parse_args(list(argv))
-    system = build_sim_system(seed=a.seed, realtime=True,  # one episode per task
-                              log_root=Path("recordings") / "controller",
-                              session=session_name("panel"))
+    try:
+        system = build_sim_system(seed=a.seed, realtime=True,  # one episode per task
+                                  log_root=Path("recordings") / "controller",
+                                  session=session_name("panel"), sim_backend=a.sim)
+    except CoreError as e:
+        print(f"solarian-agent panel: the {a.sim} simulator cannot start: {e}", file=sys.stderr)
+        return 1
     handle = serve_panel(system.bus, system.clock, "127.0.0.1", a.port)
     print(f"operator panel on http://127.0.0.1:{a.port}/  (Ctrl+C to stop)")
     try:

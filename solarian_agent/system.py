@@ -29,10 +29,9 @@ from .models.base import ModelConfigError, ModelProvider
 from .perception.observe_scene import planner_vision
 from .perception.tracker import ColorTrackers
 from .perception.vision import build_monitor_backend
+from .sim.backend import DEFAULT_BACKEND, SimWorld, build_backend
 from .sim.component import SimRates, SimWorldComponent
-from .sim.faults import FaultConfig, FaultInjector
-from .sim.render import Renderer, VisualStyle
-from .sim.world import World
+from .sim.faults import FaultConfig
 from .skills.arm_skills import (
     HomeSkill,
     MoveSkill,
@@ -113,7 +112,7 @@ class SimSystem:
     clock: Clock
     bus: Bus
     runtime: Runtime
-    world: World
+    world: SimWorld
     sim: SimWorldComponent
     arm: ArmPort
     cameras: CameraPort
@@ -134,6 +133,9 @@ class SimSystem:
             self.monitor.shutdown()
         if self.recorder is not None:
             self.recorder.close()
+        backend = self.extras.get("backend")
+        if backend is not None:
+            backend.close()
 
 
 def build_sim_system(
@@ -146,18 +148,21 @@ def build_sim_system(
     log_root: Path | None = None,
     session: str | None = None,
     realtime: bool = False,
-    style: VisualStyle | None = None,
+    style: Any = None,
     with_monitor: bool = True,
     caller: ModelCaller | None = None,
+    sim_backend: str = DEFAULT_BACKEND,
 ) -> SimSystem:
+    """Every component on one bus over the simulator backend ``sim_backend`` (``2d`` or
+    ``mujoco``; ``style`` is its renderer's look)."""
     cfg = config or load_agent_config(default_config_path())
     # the simulated clock starts at the real time, so bag stamps and ISO times are plausible
     clock: Clock = SystemClock() if realtime else FakeClock(epoch=time.time())
     bus = Bus()
     runtime = Runtime(clock, bus, period_s=cfg.control_period_s, realtime=realtime)
     model = ArmModel.default()
-    world = World(model, faults=FaultInjector(faults or FaultConfig(), seed), seed=seed)
-    renderer = Renderer(model, style or VisualStyle())
+    backend = build_backend(sim_backend, model, seed=seed, faults=faults, style=style)
+    world, renderer = backend.world, backend.renderer
     sim = SimWorldComponent(bus, clock, world, renderer, SimRates())
     arm = ArmPort(bus, clock, model)
     cams = CameraPort(bus, {c: renderer.camera(c) for c in renderer.cameras})
@@ -197,7 +202,7 @@ def build_sim_system(
         runtime.add("monitor", lambda dt: monitor.tick())
     runtime.add("planner", lambda dt: pl.tick())
     return SimSystem(clock, bus, runtime, world, sim, arm, cams, trackers, executor, pl, cfg,
-                     recorder, monitor)
+                     recorder, monitor, extras={"backend": backend})
 
 
 def _build_monitor(bus: Bus, clock: Clock, cfg: AgentConfig, arm: ArmPort,

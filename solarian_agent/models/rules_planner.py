@@ -20,6 +20,8 @@ from ..perception import images as im
 from ..perception import scene
 from .base import ImagePart, Message, ModelReply, ModelRequest, TextPart, ToolCall, Usage
 
+# fingers at least this far apart (mm) hold nothing: the gripper is open
+OPEN_APERTURE_MM = 50.0
 _SPLIT = re.compile(r"\s*(?:,|;|\band then\b|\bthen\b|\band\b|\.)\s*", re.I)
 # the verb is optional after the first clause: "put the cup on the tray and the paper in the bin"
 _PUT = re.compile(r"^(?:(?:please\s+)?(?:put|place|move|drop|throw|bring|toss|set)\s+)?"
@@ -146,6 +148,9 @@ class RulesPlanner:
         holding = wrist is not None and scene.held_in_wrist(wrist)[0] is not None
         if last.role == "tool" and "nothing is held" in last.text():
             holding = False
+        aperture = _readings(wake).get("gripper", {}).get("aperture_mm")
+        if isinstance(aperture, int | float) and aperture >= OPEN_APERTURE_MM:
+            holding = False  # open fingers hold nothing, whatever the wrist camera sees below
         remaining = [(o, d) for o, d in pairs if view.report[o]["location"] != d]
         picks = sum(1 for m in req.messages for c in m.tool_calls if c.name == "pick_object")
         if picks > self.max_attempts * len(pairs):

@@ -28,6 +28,10 @@ class ProjectionError(CoreError, ValueError):
     """A point behind the camera, or a pixel ray that never meets the requested plane."""
 
 
+class RenderError(ValueError):
+    """An unknown camera name or an invalid visual style."""
+
+
 @dataclass(frozen=True)
 class CameraSpec:
     name: str  # the camera's topic prefix: overhead -> overhead/image_raw
@@ -155,6 +159,57 @@ def camera_from_urdf(arm: ArmModel, spec: CameraSpec,
     """The camera ``spec`` at its URDF optical frame for joint positions ``q`` (zeros)."""
     qq = np.zeros(6) if q is None else q
     return PinholeCamera(spec, arm.frame_pose(qq, spec.frame))
+
+
+class CameraRig:
+    """Named cameras at their URDF optical frames: the geometry every renderer publishes and
+    the skills use (pixel <-> table), whatever draws the pixels.  Cameras whose pose does not
+    depend on the joints are ``fixed``; the others (the wrist) follow the last frame drawn."""
+
+    def __init__(self, arm: ArmModel, cameras: Sequence[CameraSpec]) -> None:
+        self.arm = arm
+        self.specs: dict[str, CameraSpec] = {c.name: c for c in cameras}
+        for c in cameras:
+            if not arm.has_frame(c.frame):
+                raise RenderError(f"camera {c.name}: frame {c.frame!r} is not in the URDF")
+        self._cams: dict[str, PinholeCamera] = {
+            name: camera_from_urdf(arm, spec) for name, spec in self.specs.items()
+        }
+        q_test = np.array([0.7, 0.4, -0.5, 0.3, 1.1, 0.03])
+        self._fixed = {
+            name for name, cam in self._cams.items()
+            if np.allclose(arm.frame_pose(q_test, self.specs[name].frame), cam.pose)
+        }
+
+    @property
+    def cameras(self) -> tuple[str, ...]:
+        return tuple(self.specs)
+
+    def camera(self, name: str) -> PinholeCamera:
+        """The camera model (for the wrist camera: at its pose in the last rendered frame)."""
+        if name not in self._cams:
+            raise RenderError(f"unknown camera {name!r}; cameras are {self.cameras}")
+        return self._cams[name]
+
+    def camera_at(self, name: str, q: Sequence[float] | np.ndarray) -> PinholeCamera:
+        """A new camera model of ``name`` at joint positions ``q`` (for the wrist camera, the
+        pose it had when a frame was taken at those joints)."""
+        if name not in self.specs:
+            raise RenderError(f"unknown camera {name!r}; cameras are {self.cameras}")
+        return camera_from_urdf(self.arm, self.specs[name], q)
+
+    def camera_info(self, name: str, stamp: float = 0.0) -> CameraInfo:
+        return self.camera(name).camera_info(stamp)
+
+    def project(self, xyz: Sequence[float] | np.ndarray,
+                camera: str = "overhead") -> tuple[float, float]:
+        """Pixel (u, v) of a world point in ``camera`` (default: overhead)."""
+        return self.camera(camera).project(xyz)
+
+    def unproject(self, u: float, v: float, z: float = 0.0,
+                  camera: str = "overhead") -> np.ndarray:
+        """World point at height ``z`` seen at pixel (u, v) of ``camera`` (default: overhead)."""
+        return self.camera(camera).unproject(u, v, z)
 
 
 @functools.lru_cache(maxsize=1)

@@ -43,9 +43,9 @@ from solarian_agent.core.clock import Clock
 from solarian_agent.core.messages import Image, JointCommand, JointState, OperatorEvent
 from solarian_agent.core.transport import LATCHED, SENSOR_DATA, Bus, QoS
 
+from .backend import SimRenderer, SimWorld
 from .faults import InvalidFaultError
-from .render import Renderer
-from .world import OBJECT_NAMES, World
+from .world import OBJECT_NAMES
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class SimRates:
         return float(getattr(self, f"{camera}_hz", self.overhead_hz))
 
 
-def limits_from_world(world: World, max_step: float) -> ArmLimits:
+def limits_from_world(world: SimWorld, max_step: float) -> ArmLimits:
     arm = world.arm
     joints = tuple(
         JointLimit(n, arm.limits[n].lower, arm.limits[n].upper,
@@ -106,14 +106,14 @@ class _Stream:
 
 
 class SimWorldComponent:
-    """The simulator's node: world + renderer wired to the bus."""
+    """The simulator's node: world + renderer (either backend) wired to the bus."""
 
     def __init__(
         self,
         bus: Bus,
         clock: Clock,
-        world: World,
-        renderer: Renderer,
+        world: SimWorld,
+        renderer: SimRenderer,
         rates: SimRates = SimRates(),
         node: str = "sim_world",
         limits: ArmLimits | None = None,
@@ -214,7 +214,9 @@ class SimWorldComponent:
                 self._goal = {}  # the old target is dropped, never resumed after a reset
             if self._goal:
                 current = w.joint_positions()
-                nxt = clamp_target(self.limits, current, self._goal, dt,
+                # the step starts where the world's servos are headed (the 2D world: where
+                # the joints are), as the real arm's controller starts from its last goal
+                nxt = clamp_target(self.limits, w.control_base(), self._goal, dt,
                                    self._goal_velocity or None)
                 w.command(self.guard.safe_step(current, nxt))
             w.step(dt)

@@ -28,14 +28,14 @@ import cv2
 import numpy as np
 
 from solarian_agent.arm.kinematics import ArmModel
-from solarian_agent.core.messages import CameraInfo
 
 from .camera import (
     OVERHEAD,
     WRIST,
+    CameraRig,
     CameraSpec,
     PinholeCamera,
-    camera_from_urdf,
+    RenderError,
     project,
     unproject,
 )
@@ -61,10 +61,6 @@ OBJECT_TEXTURES: tuple[str, ...] = ("none", "speckle", "stripes")
 _NEAR = 0.01  # m: polygons are clipped at this depth in front of a camera
 _SHIFT = 4  # sub-pixel bits for cv2 polygon drawing
 _ARM_FRAMES = ("upper_arm_link", "forearm_link", "wrist_link", "gripper_link", "gripper_tip")
-
-
-class RenderError(ValueError):
-    """An unknown camera name or an invalid visual style."""
 
 
 @dataclass(frozen=True)
@@ -233,7 +229,7 @@ def _surface(origin: np.ndarray, ax_u: np.ndarray, ax_v: np.ndarray,
     return out
 
 
-class Renderer:
+class Renderer(CameraRig):
     """Draws the world from the overhead and wrist cameras."""
 
     def __init__(
@@ -242,58 +238,14 @@ class Renderer:
         style: VisualStyle = VisualStyle(),
         cameras: Sequence[CameraSpec] = (OVERHEAD, WRIST),
     ) -> None:
-        self.arm = arm
+        super().__init__(arm, cameras)
         self.style = style
-        self.specs: dict[str, CameraSpec] = {c.name: c for c in cameras}
-        for c in cameras:
-            if not arm.has_frame(c.frame):
-                raise RenderError(f"camera {c.name}: frame {c.frame!r} is not in the URDF")
-        self._cams: dict[str, PinholeCamera] = {
-            name: camera_from_urdf(arm, spec) for name, spec in self.specs.items()
-        }
-        # cameras whose pose does not depend on the joints get a cached static layer
-        q_test = np.array([0.7, 0.4, -0.5, 0.3, 1.1, 0.03])
-        self._fixed = {
-            name for name, cam in self._cams.items()
-            if np.allclose(arm.frame_pose(q_test, self.specs[name].frame), cam.pose)
-        }
         self._noise_rng = np.random.default_rng([style.seed, 0x401])
         self._static: dict[tuple[Any, ...], Any] = {}
         self._static_key: tuple[int, int] | None = None
         self._light: dict[str, np.ndarray] = {}
         self._noise: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
         self._marks = self._object_marks()
-
-    # geometry -------------------------------------------------------------------------------
-    @property
-    def cameras(self) -> tuple[str, ...]:
-        return tuple(self.specs)
-
-    def camera(self, name: str) -> PinholeCamera:
-        """The camera model (for the wrist camera: at its pose in the last rendered frame)."""
-        if name not in self._cams:
-            raise RenderError(f"unknown camera {name!r}; cameras are {self.cameras}")
-        return self._cams[name]
-
-    def camera_at(self, name: str, q: Sequence[float] | np.ndarray) -> PinholeCamera:
-        """A new camera model of ``name`` at joint positions ``q`` (for the wrist camera, the
-        pose it had when a frame was taken at those joints)."""
-        if name not in self.specs:
-            raise RenderError(f"unknown camera {name!r}; cameras are {self.cameras}")
-        return camera_from_urdf(self.arm, self.specs[name], q)
-
-    def camera_info(self, name: str, stamp: float = 0.0) -> CameraInfo:
-        return self.camera(name).camera_info(stamp)
-
-    def project(self, xyz: Sequence[float] | np.ndarray,
-                camera: str = "overhead") -> tuple[float, float]:
-        """Pixel (u, v) of a world point in ``camera`` (default: overhead)."""
-        return self.camera(camera).project(xyz)
-
-    def unproject(self, u: float, v: float, z: float = 0.0,
-                  camera: str = "overhead") -> np.ndarray:
-        """World point at height ``z`` seen at pixel (u, v) of ``camera`` (default: overhead)."""
-        return self.camera(camera).unproject(u, v, z)
 
     # rendering -------------------------------------------------------------------------------
     def render(self, name: str, world: World) -> np.ndarray:

@@ -29,7 +29,7 @@ read it; the agent sees the world through the cameras and ``joint_states`` only.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,6 +208,34 @@ class WorldEvent:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
+def merge_command(world: Any, positions: Mapping[str, float] | Sequence[float] | np.ndarray,
+                  max_velocity: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """``world``'s new joint targets and per-joint speed caps for a command (a name -> value
+    mapping, or 5 / 6 values in joint order), clamped to the joint limits.  Raises
+    :class:`WorldError` for an unknown joint or a non-finite value (the joint keeps its
+    position).  ``world`` has ``joint_names``, ``target``, ``q``, ``arm`` and ``_vmax``."""
+    names: tuple[str, ...] = world.joint_names
+    target = np.array(world.target, dtype=float)
+    if isinstance(positions, Mapping):
+        for name, value in positions.items():
+            if name not in names:
+                raise WorldError(f"unknown joint {name!r}; joints are {names}")
+            target[names.index(name)] = float(value)
+    else:
+        arr = np.asarray(positions, dtype=float).ravel()
+        if arr.shape[0] not in (5, 6):
+            raise WorldError(f"a command needs 5 or 6 joint values, got {arr.shape[0]}")
+        target[: arr.shape[0]] = arr
+    if not np.all(np.isfinite(target)):
+        bad = [n for n, v in zip(names, target, strict=True) if not math.isfinite(v)]
+        world.target = np.where(np.isfinite(target), target, world.q)
+        raise WorldError(f"non-finite target for {bad}; kept the current position")
+    vcap = np.array(world._vmax, dtype=float)
+    if max_velocity > 0:
+        vcap[:5] = np.minimum(vcap[:5], max_velocity)
+    return np.clip(target, world.arm.lower, world.arm.upper), vcap
+
+
 class World:
     """The tabletop state and its physics, advanced by :meth:`step`."""
 
@@ -318,6 +346,16 @@ class World:
             return x, y
         return None
 
+    def free_spot(self, rng: np.random.Generator, obj: WorldObject,
+                  objects: Iterable[WorldObject], tries: int = 200
+                  ) -> tuple[float, float] | None:
+        """A reachable spot on the table where ``obj`` overlaps none of the other
+        ``objects`` and no receptacle of this layout (None if ``tries`` draws found none)."""
+        others = [(o.name, o.x, o.y, o.radius) for o in objects if o.name != obj.name]
+        others += [(r.name, r.x, r.y, r.bounding_radius) for r in self.receptacles.values()]
+        cfg = self.config
+        return self._sample_free(rng, obj.radius, *cfg.object_r, others, cfg.grasp_z, tries)
+
     def _on_table(self, x: float, y: float, radius: float = 0.0) -> bool:
         (x0, x1), (y0, y1) = self.config.table_x, self.config.table_y
         return x0 + radius <= x <= x1 - radius and y0 + radius <= y <= y1 - radius
@@ -358,25 +396,12 @@ class World:
         """Set joint targets (a name -> value mapping, or 5 / 6 values in
         :data:`JOINT_NAMES` order).  Targets are clamped to the joint limits.
         ``max_velocity`` (rad/s, > 0) lowers the arm joints' speed for this motion."""
-        if isinstance(positions, Mapping):
-            for name, value in positions.items():
-                if name not in self.joint_names:
-                    raise WorldError(f"unknown joint {name!r}; joints are {self.joint_names}")
-                self.target[self.joint_names.index(name)] = float(value)
-        else:
-            arr = np.asarray(positions, dtype=float).ravel()
-            if arr.shape[0] not in (5, 6):
-                raise WorldError(f"a command needs 5 or 6 joint values, got {arr.shape[0]}")
-            self.target[: arr.shape[0]] = arr
-        if not np.all(np.isfinite(self.target)):
-            bad = [n for n, v in zip(self.joint_names, self.target, strict=True)
-                   if not math.isfinite(v)]
-            self.target = np.where(np.isfinite(self.target), self.target, self.q)
-            raise WorldError(f"non-finite target for {bad}; kept the current position")
-        self.target = np.clip(self.target, self.arm.lower, self.arm.upper)
-        self._vcap = self._vmax.copy()
-        if max_velocity > 0:
-            self._vcap[:5] = np.minimum(self._vcap[:5], max_velocity)
+        self.target, self._vcap = merge_command(self, positions, max_velocity)
+
+    def control_base(self) -> dict[str, float]:
+        """Where the safety layer's next rate-limited step starts: here the joints
+        themselves (this world follows its command exactly)."""
+        return self.joint_positions()
 
     def set_gripper(self, aperture: float) -> None:
         self.command({"gripper": aperture})
@@ -490,11 +515,7 @@ class World:
         if move.xy is not None:
             xy: tuple[float, float] | None = move.xy
         else:
-            others = [(o.name, o.x, o.y, o.radius) for o in self.objects.values()
-                      if o is not obj]
-            others += [(r.name, r.x, r.y, r.bounding_radius) for r in self.receptacles.values()]
-            cfg = self.config
-            xy = self._sample_free(rng, obj.radius, *cfg.object_r, others, cfg.grasp_z, 200)
+            xy = self.free_spot(rng, obj, self.objects.values())
         if xy is None:
             return
         obj.x, obj.y = float(xy[0]), float(xy[1])

@@ -1,0 +1,192 @@
+"""The cameras of the MuJoCo scene, rendered offscreen with OpenGL (BGR uint8, like the 2D
+renderer's frames).
+
+:class:`MujocoRenderer` is a :class:`~solarian_agent.sim.camera.CameraRig`: the camera models it
+publishes (``CameraInfo``, pixel <-> table) are the URDF's optical frames and the
+:data:`~solarian_agent.sim.camera.CAMERA_SPECS` intrinsics, the same as the 2D renderer's and
+the skills'.  The MJCF's cameras sit on the same frames with the same field of view, so a
+point on the table lands on the same pixel in both backends (unless a style jitters the
+cameras on purpose).
+
+One GL context (opened at construction: :func:`~solarian_agent.sim.mujoco.gl.open_context`
+fails with the reason instead of hanging) renders every camera into its own viewport of one
+offscreen buffer.  No shadows, no reflections, no multisampling: a frame of the low-poly scene
+costs a few milliseconds on Mesa's software rasteriser.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from solarian_agent.arm.kinematics import ArmModel
+
+from ..camera import OVERHEAD, WRIST, CameraRig, CameraSpec, RenderError
+from ..render import VisualStyle, _shade
+from . import gl
+from .scene import KEY_AMBIENT, KEY_DIFFUSE, TABLE_MATERIALS
+from .style import SceneStyle
+
+# the MJCF cameras look along -z with y up; the optical frames along +z with y down
+_CAM_QUAT = np.array([0.0, 1.0, 0.0, 0.0])
+_VISIBLE_GROUPS = (0, 1)  # scene geoms and the arm's visual geoms (3: collision, hidden)
+
+
+def _rgba(bgr: tuple[int, int, int]) -> np.ndarray:
+    b, g, r = bgr
+    return np.array([r / 255.0, g / 255.0, b / 255.0, 1.0])
+
+
+def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    w1, x1, y1, z1 = a
+    w2, x2, y2, z2 = b
+    return np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
+                     w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+                     w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+
+
+def _rotvec_quat(r: np.ndarray) -> np.ndarray:
+    angle = float(np.linalg.norm(r))
+    if angle < 1e-12:
+        return np.array([1.0, 0.0, 0.0, 0.0])
+    axis = r / angle
+    return np.concatenate([[math.cos(angle / 2)], math.sin(angle / 2) * axis])
+
+
+class MujocoRenderer(CameraRig):
+    """Renders a :class:`~solarian_agent.sim.mujoco.world.MujocoWorld` from its cameras."""
+
+    def __init__(
+        self,
+        arm: ArmModel,
+        style: SceneStyle | VisualStyle = SceneStyle(),
+        cameras: Sequence[CameraSpec] = (OVERHEAD, WRIST),
+        gl_timeout_s: float = gl.PROBE_TIMEOUT_S,
+    ) -> None:
+        super().__init__(arm, cameras)
+        self.style = style if isinstance(style, SceneStyle) else SceneStyle(visual=style)
+        width = max(s.width for s in self.specs.values())
+        height = max(s.height for s in self.specs.values())
+        self._ctx = gl.open_context(width, height, gl_timeout_s)
+        self._thread = threading.get_ident()
+        self._model: Any = None
+        self._con: Any = None
+        self._scene: Any = None
+        self._cam_ids: dict[str, int] = {}
+        self._opt = mujoco.MjvOption()
+        for g in range(len(self._opt.geomgroup)):
+            self._opt.geomgroup[g] = 1 if g in _VISIBLE_GROUPS else 0
+        for g in range(len(self._opt.sitegroup)):
+            self._opt.sitegroup[g] = 0
+        self._buf = {n: np.empty((s.height, s.width, 3), dtype=np.uint8)
+                     for n, s in self.specs.items()}
+        self._vcam = mujoco.MjvCamera()
+        self._vcam.type = mujoco.mjtCamera.mjCAMERA_FIXED
+        self.frames_rendered = 0
+
+    # GL state ---------------------------------------------------------------------------------
+    def _current(self) -> None:
+        me = threading.get_ident()
+        if me != self._thread:
+            self._ctx.make_current()
+            self._thread = me
+
+    def _prepare(self, model: Any) -> None:
+        """A render context for ``model`` (a world's reset builds a new model)."""
+        if model is self._model:
+            return
+        if self._con is not None:
+            self._con.free()
+        self._con = mujoco.MjrContext(model, mujoco.mjtFontScale.mjFONTSCALE_100)
+        mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self._con)
+        self._scene = mujoco.MjvScene(model, maxgeom=400)
+        for flag in (mujoco.mjtRndFlag.mjRND_SHADOW, mujoco.mjtRndFlag.mjRND_REFLECTION):
+            self._scene.flags[flag] = 0
+        self._cam_ids = {}
+        for name in self.specs:
+            cid = int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, name))
+            if cid < 0:
+                raise RenderError(f"camera {name!r} is not in the MuJoCo model")
+            self._cam_ids[name] = cid
+        self._model = model
+
+    def _apply_style(self, model: Any, data: Any) -> None:
+        """The style's colours, table texture, lights and camera poses, on the model's visual
+        fields (nothing the physics reads)."""
+        st, vis = self.style, self.style.visual
+
+        def mat(name: str, bgr: tuple[int, int, int]) -> None:
+            mid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_MATERIAL, name)
+            if mid >= 0:
+                model.mat_rgba[mid] = _rgba(bgr)
+
+        for name in TABLE_MATERIALS:
+            mat(name, vis.table_bgr)
+        mat("floor", vis.floor_bgr)
+        mat("leg", _shade(vis.floor_bgr, 1.2))
+        mat("cup", vis.cup_bgr)
+        mat("cup_inside", _shade(vis.cup_bgr, 0.78))
+        mat("paper", vis.paper_bgr)
+        mat("tray", vis.tray_bgr)
+        mat("tray_rim", _shade(vis.tray_bgr, 0.85))
+        mat("bin", vis.bin_bgr)
+        mat("bin_rim", _shade(vis.bin_bgr, 1.6))
+        mat("arm_white", vis.arm_bgr)
+        mat("arm_dark", vis.base_bgr)
+        mat("arm_grey", vis.finger_bgr)
+        table = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, "table")
+        tex = f"table_{vis.table_texture}" if vis.table_texture != "none" else "table_plain"
+        model.geom_matid[table] = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_MATERIAL, tex)
+        g = vis.light_gain
+        key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_LIGHT, "key")
+        model.light_diffuse[key] = KEY_DIFFUSE * g
+        model.light_ambient[key] = KEY_AMBIENT * g
+        model.light_dir[key] = st.key_light_dir()
+        for name in self.specs:
+            t, r = st.camera_offset(name)
+            cid = self._cam_ids[name]
+            model.cam_pos[cid] = t
+            model.cam_quat[cid] = _quat_mul(_rotvec_quat(r), _CAM_QUAT)
+        mujoco.mj_camlight(model, data)
+
+    # rendering -------------------------------------------------------------------------------
+    def render(self, name: str, world: Any) -> np.ndarray:
+        """A new BGR frame of camera ``name`` showing ``world`` now."""
+        spec = self.specs.get(name)
+        if spec is None:
+            raise RenderError(f"unknown camera {name!r}; cameras are {self.cameras}")
+        model, data = world.model, world.data
+        self._current()
+        self._prepare(model)
+        self._apply_style(model, data)
+        self._vcam.fixedcamid = self._cam_ids[name]
+        mujoco.mjv_updateScene(model, data, self._opt, None, self._vcam,
+                               mujoco.mjtCatBit.mjCAT_ALL, self._scene)
+        viewport = mujoco.MjrRect(0, 0, spec.width, spec.height)
+        mujoco.mjr_render(viewport, self._scene, self._con)
+        buf = self._buf[name]
+        mujoco.mjr_readPixels(buf, None, viewport, self._con)
+        if name not in self._fixed:  # the model follows the frame it drew
+            self._cams[name].set_pose(self.arm.frame_pose(world.q, spec.frame))
+        self.frames_rendered += 1
+        out: np.ndarray = np.ascontiguousarray(buf[::-1, :, ::-1])
+        return out
+
+    def render_all(self, world: Any) -> dict[str, np.ndarray]:
+        return {name: self.render(name, world) for name in self.specs}
+
+    def close(self) -> None:
+        """Free the GL resources (the renderer cannot draw afterwards)."""
+        if self._con is not None:
+            self._con.free()
+            self._con = None
+        self._model = None
+        if self._ctx is not None:
+            self._ctx.free()
+            self._ctx = None

@@ -29,7 +29,7 @@ from .models.base import ModelConfigError, ModelProvider
 from .perception.observe_scene import planner_vision
 from .perception.tracker import ColorTrackers
 from .perception.vision import build_monitor_backend
-from .sim.backend import DEFAULT_BACKEND, SimWorld, build_backend
+from .sim.backend import DEFAULT_BACKEND, SimWorld, build_backend, point_heights
 from .sim.component import SimRates, SimWorldComponent
 from .sim.faults import FaultConfig
 from .skills.arm_skills import (
@@ -48,14 +48,16 @@ log = logging.getLogger(__name__)
 OFFLINE_PLANNERS = ("rules", "scripted")
 
 
-def tidy_tools() -> dict[str, Tool]:
-    """The tools of the tidy-up controller (seed 004's five plus moves and homes)."""
+def tidy_tools(sim_backend: str = DEFAULT_BACKEND) -> dict[str, Tool]:
+    """The tools of the tidy-up controller (seed 004's five plus moves and homes); points
+    are unprojected at the heights the backend's scene shows from above."""
+    z = point_heights(sim_backend)
     return {
         "move_to_pose": Tool(MoveSkill, {"offer": "pose"}),
         "nudge_gripper": Tool(MoveSkill, {"offer": "delta"}),
         "set_gripper": Tool(MoveSkill, {"offer": "gripper"}),
-        "pick_object": Tool(PickSkill, {"camera": "overhead"}),
-        "place_at": Tool(PlaceSkill, {"camera": "overhead"}),
+        "pick_object": Tool(PickSkill, {"camera": "overhead", **z.get("pick_object", {})}),
+        "place_at": Tool(PlaceSkill, {"camera": "overhead", **z.get("place_at", {})}),
         "verify_state": Tool(VerifyState, {"camera": "overhead"}),
         "home": Tool(HomeSkill),
         "home_holding": Tool(HomeSkill, {"keep_grip": True}),
@@ -171,7 +173,7 @@ def build_sim_system(
         recorder = Recorder(Path(log_root), clock, session or session_name("sim"),
                             simulated=True, sim_zero=clock.now())
     trackers = ColorTrackers(bus, cameras=tuple(renderer.cameras))
-    executor = SkillExecutor(bus, clock, tidy_tools(),
+    executor = SkillExecutor(bus, clock, tidy_tools(sim_backend),
                              {"arm": arm, "cameras": cams, "trackers": trackers},
                              trackers=trackers)
     provider = planner or build_planner_provider(cfg, planner_name)

@@ -185,8 +185,12 @@ class RulesPlanner:
                 wake) else [("finish_task", {"summary": f"I cannot see the {_label(obj)}",
                                              "success": False})]
         failed_pick = "(pick_object) failed" in wake
-        if ((failed_pick or (last.role == "tool" and "point again" in last.text()))
+        goal = view.detections.get(dest)
+        over_goal = goal is not None and _overlap(d.box, goal.box)
+        if ((failed_pick or over_goal or (last.role == "tool" and "point again" in last.text()))
                 and not self._at_home(wake)):
+            # (an object over its goal that is not judged in it may be in it, seen past an
+            # arm that hides part of the receptacle)
             # the arm may hide the object from the overhead camera: clear the view first
             return [("update_plan", {"steps": plan}), ("home", {})]
         return [("update_plan", {"steps": plan}),
@@ -221,6 +225,10 @@ class RulesPlanner:
         steps.append({"description": "go home", "tool": "home", "args": {}, **end})
         steps.append({"description": "check the table in a fresh image and finish", **end})
         return steps
+
+
+def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 def _pt(c: tuple[float, float]) -> list[int]:

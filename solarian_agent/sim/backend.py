@@ -83,6 +83,22 @@ class SimBackend:
             close()
 
 
+# the tools whose points the planner takes in the overhead image, and the height (m) of the
+# surface such a point shows in each backend: the 2D world draws footprints on the table; in
+# 3D the camera sees the top of the cup and the paper ball (pick) and the inside of the bin
+# and the tray (place), and unprojecting at z = 0 would miss by a centimetre or more
+_POINT_Z: dict[str, dict[str, float]] = {
+    "2d": {},
+    "mujoco": {"pick_object": 0.045, "place_at": 0.03},
+}
+
+
+def point_heights(name: str) -> dict[str, dict[str, float]]:
+    """Per pointing tool, the ``point_z`` its binding needs in backend ``name``."""
+    check_backend(name)
+    return {tool: {"point_z": z} for tool, z in _POINT_Z[name].items()}
+
+
 def check_backend(name: str, path: str = "sim") -> str:
     """``name`` if it is a backend, else :class:`ConfigError` naming ``path`` and the allowed
     values."""

@@ -137,6 +137,13 @@ class MotionSkill(Skill):
         self.arm().hold()
 
 
+def _point_z(params: Mapping[str, Any]) -> float:
+    """The height (m) of the surface a pointed pixel shows, bound per tool (``point_z``,
+    default 0: the table).  An overhead camera sees the top of a tall object away from where
+    it stands; the point is unprojected onto this plane."""
+    return float(params.get("point_z", 0.0))
+
+
 def _joints(q5: np.ndarray) -> dict[str, float]:
     return {n: float(v) for n, v in zip(ARM_JOINTS, q5, strict=True)}
 
@@ -232,7 +239,7 @@ class PickSkill(MotionSkill):
             ys, xs = np.nonzero(res.mask)
             u, v = float(xs.mean()), float(ys.mean())
         cams: CameraPort = self.ctx.port("cameras")
-        return cams.unproject(cam, u, v, 0.0)[:2]
+        return cams.unproject(cam, u, v, _point_z(self.params))[:2]
 
     def plan_waypoints(self) -> list[Waypoint]:
         arm = self.arm()
@@ -279,7 +286,7 @@ class PlaceSkill(MotionSkill):
             self.fail("nothing is held: pick the object first")
         cam = self.params.get("camera", self.camera)
         cams: CameraPort = self.ctx.port("cameras")
-        x, y = cams.unproject(cam, *self.params["point"], 0.0)[:2]
+        x, y = cams.unproject(cam, *self.params["point"], _point_z(self.params))[:2]
         release_z = float(self.params.get("release_z", 0.13))
         over = arm.ik((x, y, release_z), q)
         self.result["target_mm"] = [round(x * 1000, 1), round(y * 1000, 1)]

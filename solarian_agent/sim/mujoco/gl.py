@@ -104,6 +104,13 @@ def open_context(width: int, height: int, timeout_s: float = PROBE_TIMEOUT_S) ->
     probe(timeout_s)
     import mujoco
 
+    plat = platform()
+    chosen = getattr(mujoco.GLContext, "__module__", "")
+    if not chosen.endswith(f".{plat}"):
+        raise GLUnavailableError(
+            f"mujoco was imported with another GL platform ({chosen or 'none'}) before "
+            f"MUJOCO_GL={plat} was set; set MUJOCO_GL in the environment, or import "
+            "solarian_agent's simulator before mujoco")
     try:
         ctx = mujoco.GLContext(int(width), int(height))
         ctx.make_current()

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import cv2
 import mujoco
 import numpy as np
 
@@ -175,7 +176,8 @@ class MujocoRenderer(CameraRig):
         if name not in self._fixed:  # the model follows the frame it drew
             self._cams[name].set_pose(self.arm.frame_pose(world.q, spec.frame))
         self.frames_rendered += 1
-        out: np.ndarray = np.ascontiguousarray(buf[::-1, :, ::-1])
+        # OpenGL's rows run bottom-up and its pixels are RGB
+        out: np.ndarray = cv2.flip(cv2.cvtColor(buf, cv2.COLOR_RGB2BGR), 0)
         return out
 
     def render_all(self, world: Any) -> dict[str, np.ndarray]:

@@ -75,7 +75,7 @@ class MujocoWorldConfig:
 # the 2D world's sizes, but a cup that fits under the gripper's palm when the fingers close at
 # grasp height (the URDF's fingers are 5 cm long: a 7 cm cup would meet the palm first), and a
 # bin low enough for a held cup to clear its rim where a joint-space carry dips
-DEFAULT_CONFIG = WorldConfig(cup_height=0.06, bin_height=0.06)
+DEFAULT_CONFIG = WorldConfig(cup_height=0.06, bin_height=0.06, margin=0.035)
 
 
 class MujocoWorld:

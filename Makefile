@@ -39,6 +39,7 @@ demo: $(STAMP)
 # SOLARIAN_REQUIRE_ROS: a missing or broken ROS set-up fails the ROS tests, never skips them
 test: $(STAMP) $(ROS_BUILT)
 	sh scripts/install_browser.sh
+	sh scripts/install_gl.sh
 	$(PY) -m ruff check solarian_agent test scripts
 	$(PY) -m mypy
 	SOLARIAN_REQUIRE_ROS=1 $(PY) -m pytest -q

@@ -89,7 +89,7 @@ class SimBackend:
 # and the tray (place), and unprojecting at z = 0 would miss by a centimetre or more
 _POINT_Z: dict[str, dict[str, float]] = {
     "2d": {},
-    "mujoco": {"pick_object": 0.045, "place_at": 0.03},
+    "mujoco": {"pick_object": 0.04, "place_at": 0.02},
 }
 
 
@@ -123,12 +123,20 @@ def build_backend(name: str, arm: ArmModel, *, seed: int = 0,
 
         return SimBackend(name, World(arm, faults=injector, seed=seed),
                           Renderer(arm, style or VisualStyle()))
+    import importlib.util
+
+    if importlib.util.find_spec("mujoco") is None:
+        raise ConfigError("sim", "the mujoco backend needs the mujoco package: pip install "
+                                 "'mujoco>=3.3'")
+    from .mujoco import gl
+
+    gl.probe()  # in a child process, before mujoco picks its GL platform in this one
     try:
         from .mujoco.render import MujocoRenderer
         from .mujoco.style import SceneStyle
         from .mujoco.world import MujocoWorld
-    except ImportError as e:
-        raise ConfigError("sim", f"the mujoco backend needs the mujoco package ({e}); "
-                                 "pip install 'mujoco>=3.3'") from e
+    except Exception as e:  # mujoco's import fails in its GL platform's own ways
+        raise gl.GLUnavailableError(f"cannot import mujoco with MUJOCO_GL={gl.platform()}: "
+                                    f"{type(e).__name__}: {e}; {gl.INSTALL_HINT}") from e
     renderer = MujocoRenderer(arm, style or SceneStyle())  # GL first: fail before the build
     return SimBackend(name, MujocoWorld(arm, faults=injector, seed=seed), renderer)

@@ -88,7 +88,8 @@ def fovy_deg(spec: CameraSpec) -> float:
 
 def paper_mesh(radius: float, height: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """A crumpled paper ball: (vertices N x 3, faces M x 3) of an icosphere pulled in at
-    random, squashed to ``height``, resting on z = -height / 2 in its own frame."""
+    random, squashed to ``height`` with a flat base on z = -height / 2 in its own frame (the
+    ball is then a little lower than ``height``)."""
     t = (1.0 + math.sqrt(5.0)) / 2.0
     v = np.array([[-1, t, 0], [1, t, 0], [-1, -t, 0], [1, -t, 0], [0, -1, t], [0, 1, t],
                   [0, -1, -t], [0, 1, -t], [t, 0, -1], [t, 0, 1], [-t, 0, -1], [-t, 0, 1]],
@@ -116,7 +117,11 @@ def paper_mesh(radius: float, height: float, seed: int) -> tuple[np.ndarray, np.
     pts *= (0.7 + 0.3 * rng.random(len(pts)))[:, None]
     pts[:, :2] *= radius
     pts[:, 2] *= height / 2.0
-    pts[:, 2] -= pts[:, 2].min() + height / 2.0  # the lowest vertex on the table
+    # a little flat where it rests (crumpled paper sags onto the table): a base to stand on,
+    # so the ball stays where it was laid instead of rolling off its lowest vertex
+    base = pts[:, 2].min() + 0.03 * height
+    pts[:, 2] = np.maximum(pts[:, 2], base)
+    pts[:, 2] -= base + height / 2.0  # the base on z = -height / 2
     return pts, np.array(faces, dtype=int)
 
 
@@ -255,8 +260,10 @@ def build_scene(arm: ArmMjcf, layout: Layout, world_cfg: WorldConfig = WorldConf
                 pos=fmt((paper.x, paper.y, paper.height / 2 + 1e-4)),
                 quat=_yaw_quat(paper.yaw))
     _sub(body, "freejoint", name="yellow_paper")
+    # rolling friction too (condim 6): a ball of paper does not roll on
     _scene_geom(body, "yellow_paper", type="mesh", mesh="paper", material="paper",
-                mass=f"{cfg.paper_mass:.6g}", friction=friction, condim=4)
+                mass=f"{cfg.paper_mass:.6g}", friction=f"{cfg.object_friction:.6g} 0.01 0.01",
+                condim=6)
     act = _sub(root, "actuator")
     for a in arm.actuators:
         act.append(a)

@@ -72,10 +72,13 @@ class MujocoWorldConfig:
             raise ConfigError("sim.mujoco.settle_s", f"must be >= 0, got {self.settle_s!r}")
 
 
-# the 2D world's sizes, but a cup that fits under the gripper's palm when the fingers close at
-# grasp height (the URDF's fingers are 5 cm long: a 7 cm cup would meet the palm first), and a
-# bin low enough for a held cup to clear its rim where a joint-space carry dips
-DEFAULT_CONFIG = WorldConfig(cup_height=0.06, bin_height=0.06, margin=0.035)
+# the 2D world's sizes and placement, but in 3D the gripper has a body: a cup that fits under
+# its palm when the fingers close at grasp height (the URDF's fingers are 5 cm long) and
+# leaves them room to open around it (4 cm in the 5.5 cm opening), a bin low enough for a held
+# cup to clear its rim where a joint-space carry dips, a paper ball widest above the fingers'
+# lower edge at grasp height (1.5 cm), and room for a finger between things
+DEFAULT_CONFIG = WorldConfig(cup_radius=0.02, cup_height=0.06, paper_height=0.04, bin_height=0.06,
+                             margin=0.035)
 
 
 class MujocoWorld:

@@ -17,9 +17,8 @@ from typing import Any
 
 from .core import names
 from .core.config import load_agent_config
-from .core.errors import ConfigError
+from .core.errors import ConfigError, CoreError
 from .core.messages import AgentEvent, Generation, SkillGoal
-from .core.errors import CoreError
 from .core.transport import LATCHED, QoS
 from .models.base import ModelConfigError
 from .sim.backend import DEFAULT_BACKEND, SIM_BACKENDS

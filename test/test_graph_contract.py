@@ -285,7 +285,8 @@ def test_launch_parameters_keep_their_types(fake_launch):
     the type the node declares, or rclpy refuses it at declare time."""
     declared = {  # (executable, parameter) -> type of the node's default
         ("sim_node", "seed"): int, ("sim_node", "grasp_fail_p"): float,
-        ("sim_node", "slip_p"): float, ("camera_node", "source"): str,
+        ("sim_node", "slip_p"): float, ("sim_node", "sim"): str, ("skills_node", "sim"): str,
+        ("camera_node", "source"): str,
         ("camera_node", "camera"): str, ("camera_node", "frame_id"): str,
         ("arm_node", "simulated_bus"): bool, ("arm_node", "port"): str,
         ("arm_node", "arm_config"): str, ("skills_node", "tool_set"): str,
@@ -297,7 +298,8 @@ def test_launch_parameters_keep_their_types(fake_launch):
         ("planner_node", "camera_models"): str, ("planner_node", "calibration_dir"): str,
     }
     seen = set()
-    for kind, over in (("sim", {"seed": "3", "grasp_fail_p": "0", "slip_p": "1"}),
+    for kind, over in (("sim", {"seed": "3", "grasp_fail_p": "0", "slip_p": "1",
+                                "sim": "mujoco"}),
                        ("robot", {"cameras": "overhead=0,wrist=/dev/video2"}),
                        ("replay", {"bag": "/data/ep1"})):
         nodes, _, _ = run_launch(kind, **over)

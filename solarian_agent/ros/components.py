@@ -275,32 +275,37 @@ def build_arm_core(clock: Clock, bus: Bus | None = None, **kw: Any) -> NodeCore:
 # simulator
 # ------------------------------------------------------------------------------------------
 def build_sim_core(clock: Clock, cfg: AgentConfig, *, seed: int = 0, grasp_fail_p: float = 0.0,
-                   slip_p: float = 0.0, bus: Bus | None = None) -> NodeCore:
+                   slip_p: float = 0.0, bus: Bus | None = None, sim: str = "2d") -> NodeCore:
+    """The simulator backend ``sim`` (2d | mujoco) as the sim world node's core."""
     from ..arm.kinematics import ArmModel
+    from ..sim.backend import build_backend, check_backend
     from ..sim.component import SimRates, SimWorldComponent
-    from ..sim.faults import FaultConfig, FaultInjector
-    from ..sim.render import Renderer, VisualStyle
-    from ..sim.world import World
+    from ..sim.faults import FaultConfig
 
     bus = bus or Bus()
     model = ArmModel.default()
     faults = FaultConfig(grasp_fail_p=float(grasp_fail_p), slip_p=float(slip_p))
-    world = World(model, faults=FaultInjector(faults, seed), seed=seed)
-    renderer = Renderer(model, VisualStyle())
-    sim = SimWorldComponent(bus, clock, world, renderer, SimRates())
+    backend = build_backend(check_backend(sim), model, seed=seed, faults=faults)
+    world, renderer = backend.world, backend.renderer
+    part = SimWorldComponent(bus, clock, world, renderer, SimRates())
     period = cfg.control_period_s
+
+    def shutdown() -> None:
+        part.close()
+        backend.close()
+
     return NodeCore(bus, graph.sim_node(tuple(renderer.cameras)),
-                    [Loop("world", period, lambda: sim.step(period))],
-                    start=sim.publish_now, shutdown=sim.close,
-                    parts={"sim": sim, "world": world, "renderer": renderer})
+                    [Loop("world", period, lambda: part.step(period))],
+                    start=part.publish_now, shutdown=shutdown,
+                    parts={"sim": part, "world": world, "renderer": renderer})
 
 
 # ------------------------------------------------------------------------------------------
 # skills
 # ------------------------------------------------------------------------------------------
-def tool_set(name: str) -> dict[str, Any]:
-    """The tools a skills node serves: ``tidy`` (the tidy-up controller's) or ``toy`` (the
-    documented test tools)."""
+def tool_set(name: str, sim: str = "2d") -> dict[str, Any]:
+    """The tools a skills node serves: ``tidy`` (the tidy-up controller's, pointing at the
+    heights of the ``sim`` backend's scene) or ``toy`` (the documented test tools)."""
     if name == "toy":
         from ..testing.harness import DEFAULT_TOOLS
 
@@ -308,7 +313,7 @@ def tool_set(name: str) -> dict[str, Any]:
     if name == "tidy":
         from ..system import tidy_tools
 
-        return tidy_tools()
+        return tidy_tools(sim)
     raise ConfigError("tool_set", f"{name!r} is not one of tidy, toy")
 
 
@@ -319,10 +324,11 @@ def tool_names(name: str) -> list[str]:
 def build_skills_core(clock: Clock, cfg: AgentConfig, *, tools: str = "tidy",
                       bus: Bus | None = None,
                       planner_timeout_s: float = liveness.DEFAULT_PLANNER_TIMEOUT_S,
-                      camera_models: str = "sim", calibration_dir: str = "") -> NodeCore:
+                      camera_models: str = "sim", calibration_dir: str = "",
+                      sim: str = "2d") -> NodeCore:
     """``camera_models``: ``sim`` (the simulator's cameras) or ``calibrated`` (the robot's
     calibration files in ``calibration_dir``; a camera the tools point through must have one
-    or this raises, naming it)."""
+    or this raises, naming it).  ``sim``: the simulated scene the tidy tools point at."""
     from ..arm.kinematics import ArmModel
     from ..core.executor import SkillExecutor
     from ..core.skill import TrackerRequest
@@ -333,7 +339,7 @@ def build_skills_core(clock: Clock, cfg: AgentConfig, *, tools: str = "tidy",
     model = ArmModel.default()
     cameras = list(cfg.cameras)
     arm = ArmPort(bus, clock, model)
-    toolset = tool_set(tools)
+    toolset = tool_set(tools, sim)
     # camera geometry (pixel <-> table): the simulator's URDF cameras or the calibrations
     cams = CameraPort(bus, skill_camera_models(camera_models, cameras, calibration_dir,
                                          required=pointing_cameras(toolset)

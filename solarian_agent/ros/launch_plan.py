@@ -58,6 +58,7 @@ COMMON_ARGS = (
 )
 
 SIM_ARGS = COMMON_ARGS + (
+    Arg("sim", "2d", "simulator backend: 2d (the tabletop world) | mujoco (3D physics)"),
     Arg("seed", "0", "the simulator's first layout seed"),
     Arg("grasp_fail_p", "0.0", "probability a grasp fails (injected fault)"),
     Arg("slip_p", "0.0", "probability a held object slips (injected fault)"),
@@ -130,10 +131,12 @@ def _urdf(share: Path) -> str:
         raise ValueError(f"the URDF for robot_state_publisher is missing: {path}: {e}") from e
 
 
-def _agent_nodes(args: Mapping[str, str], share: Path) -> list[Planned]:
+def _agent_nodes(args: Mapping[str, str], share: Path, sim: str = "") -> list[Planned]:
     cfg = _config(args, share)
-    out = [Planned(executable="skills_node", name="skills",
-                   parameters={"config_file": cfg, "tool_set": args.get("tool_set", "tidy")})]
+    skills: dict[str, Any] = {"config_file": cfg, "tool_set": args.get("tool_set", "tidy")}
+    if sim:  # the skills point at the simulated scene's heights
+        skills["sim"] = sim
+    out = [Planned(executable="skills_node", name="skills", parameters=skills)]
     out.append(Planned(executable="monitor_node", name="monitor",
                        parameters={"config_file": cfg, "log_root": args.get("log_root", "")}))
     out.append(Planned(executable="planner_node", name="planner",
@@ -186,12 +189,19 @@ def _require_ros2_cli(what: str) -> None:
 
 
 def sim_plan(args: Mapping[str, str], share: Path) -> list[Planned]:
+    from ..sim.backend import SIM_BACKENDS
+
     cfg = _config(args, share)
+    sim = args.get("sim", "2d") or "2d"
+    if sim not in SIM_BACKENDS:
+        raise ValueError(f"sim:={sim!r} is not a simulator backend; allowed: "
+                         f"{', '.join(SIM_BACKENDS)}")
     nodes = [Planned(executable="sim_node", name="sim_world",
-                     parameters={"config_file": cfg, "seed": int(args.get("seed", "0") or 0),
+                     parameters={"config_file": cfg, "sim": sim,
+                                 "seed": int(args.get("seed", "0") or 0),
                                  "grasp_fail_p": float(args.get("grasp_fail_p", "0") or 0),
                                  "slip_p": float(args.get("slip_p", "0") or 0)})]
-    nodes += _agent_nodes(args, share)
+    nodes += _agent_nodes(args, share, sim)
     return nodes + _viewers(args, share, graph.DEFAULT_SIM_CAMERAS, sim=True)
 
 

@@ -25,6 +25,8 @@ def main(args: Sequence[str] | None = None) -> int:
     try:
         cfg = common.agent_config(node)
         tools = str(common.declare(node, "tool_set", "tidy", "tidy | toy"))
+        sim = str(common.declare(node, "sim", "2d", "the simulated scene pointed at: 2d | "
+                                                     "mujoco (2d also on the robot)"))
         timeout = float(common.declare(node, "service_timeout_s", 5.0))
         planner_timeout = float(common.declare(
             node, "planner_timeout_s", liveness.DEFAULT_PLANNER_TIMEOUT_S,
@@ -32,7 +34,8 @@ def main(args: Sequence[str] | None = None) -> int:
         models, cal_dir = common.camera_model_params(node)
         core = components.build_skills_core(common.RosClock(node), cfg, tools=tools,
                                             planner_timeout_s=planner_timeout,
-                                            camera_models=models, calibration_dir=cal_dir)
+                                            camera_models=models, calibration_dir=cal_dir,
+                                            sim=sim)
     except ConfigError as e:
         return common.config_error_exit(node, e)
     bridge = Bridge(node, core.bus, service_timeout_s=timeout)

@@ -3,10 +3,9 @@ as over the 2D world, and a pick through the safety layer that squeezes and hold
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from solarian_agent.arm.kinematics import JOINT_NAMES, ArmModel
+from solarian_agent.arm.kinematics import JOINT_NAMES
 from solarian_agent.core import names
 from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.messages import CameraInfo, Image, JointCommand, JointState

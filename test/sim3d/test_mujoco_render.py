@@ -23,7 +23,8 @@ def _edge_samples(world: MujocoWorld, cam: object, inset_px: float = 4.0
                   ) -> list[tuple[tuple[int, int], tuple[int, int]]]:
     """(pixel just inside, pixel just outside) the table at its edges' midpoints (the near
     edge is under the arm)."""
-    (x0, x1), (y0, y1) = world.config.table_x, world.config.table_y
+    x1 = world.config.table_x[1]
+    y0, y1 = world.config.table_y
     out = []
     for inside, outside in (((x1 - 0.01, 0.0), (x1 + 0.01, 0.0)),
                             ((0.2, y0 + 0.01), (0.2, y0 - 0.01)),

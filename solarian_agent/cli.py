@@ -17,8 +17,12 @@ def _bench(argv: Sequence[str]) -> int:
     p.add_argument("suites", nargs="*", help=f"suites (default all): "
                                               f"{', '.join(benchmarks.SUITES)}")
     p.add_argument("--quick", action="store_true", help="fewer repetitions (for CI smoke)")
+    p.add_argument("--sim", choices=("2d", "mujoco", "all"), default="all",
+                   help="simulator backends of the sim and tidy suites (default all: side by "
+                        "side)")
     a = p.parse_args(list(argv))
-    rows = benchmarks.run(a.suites or None, quick=a.quick)
+    sims = ("2d", "mujoco") if a.sim == "all" else (a.sim,)
+    rows = benchmarks.run(a.suites or None, quick=a.quick, sims=sims)
     print(benchmarks.format_table(rows))
     return 0
 

@@ -52,7 +52,12 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def run(names: list[str] | None = None, quick: bool = False) -> list[dict[str, Any]]:
+def run(names: list[str] | None = None, quick: bool = False,
+        sims: tuple[str, ...] = ("2d",)) -> list[dict[str, Any]]:
+    """Rows of the suites ``names`` (default all); suites that compare simulator backends get
+    ``sims`` (``2d``, ``mujoco``)."""
+    import inspect
+
     rows: list[dict[str, Any]] = []
     for name in names or list(SUITES):
         mod_name = SUITES.get(name)
@@ -64,6 +69,9 @@ def run(names: list[str] | None = None, quick: bool = False) -> list[dict[str, A
             rows.append({"suite": name, "name": "(not available)", "value": "",
                          "note": str(e)})
             continue
-        for r in mod.run(quick=quick):
+        kw: dict[str, Any] = {"quick": quick}
+        if "sims" in inspect.signature(mod.run).parameters:
+            kw["sims"] = sims
+        for r in mod.run(**kw):
             rows.append({"suite": name, **r})
     return rows

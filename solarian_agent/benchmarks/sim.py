@@ -1,5 +1,21 @@
-"""Simulator benchmark suite (see solarian_agent.sim.benchmark)."""
+"""Simulator benchmark suite (see solarian_agent.sim.benchmark); with ``mujoco`` in ``sims``
+also the MuJoCo backend's speed against the 2D world (benchmarks.backends.speed_rows)."""
 
-from solarian_agent.sim.benchmark import run
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def run(quick: bool = False, sims: Sequence[str] = ("2d",)) -> list[dict[str, Any]]:
+    from solarian_agent.sim.benchmark import run as run_2d
+
+    rows = run_2d(quick) if "2d" in sims else []
+    if "mujoco" in sims:
+        from .backends import speed_rows
+
+        rows += speed_rows(seconds=0.5 if quick else 1.5)
+    return rows
+
 
 __all__ = ["run"]

@@ -51,8 +51,9 @@ REGIMES: dict[str, dict[str, bool]] = {
 }
 PERCEPTION_TOL_M = 0.015
 # seeds per controller, per domain-shift regime, and full-harness runs
-FULL: dict[str, int] = {"seeds": 200, "shift_seeds": 30, "harness_seeds": 5}
-QUICK: dict[str, int] = {"seeds": 20, "shift_seeds": 5, "harness_seeds": 3}
+FULL: dict[str, int] = {"seeds": 200, "shift_seeds": 30, "harness_seeds": 5,
+                        "shift_seeds_3d": 3}
+QUICK: dict[str, int] = {"seeds": 20, "shift_seeds": 5, "harness_seeds": 3, "shift_seeds_3d": 1}
 TASK = "put the red cup on the tray and the yellow paper in the bin, then check the table"
 
 
@@ -206,16 +207,22 @@ def domain_shift(seeds: Sequence[int], arm: ArmModel | None = None,
 
 
 def harness_episode(seed: int, faults: FaultConfig = FAULTS,
-                    timeout_s: float = 300.0) -> dict[str, Any]:
+                    timeout_s: float = 300.0, sim_backend: str = "2d",
+                    style: Any = None) -> dict[str, Any]:
     """One run of the whole controller (rules planner, skills, executor, bus) over the
-    simulator: whether the planner succeeded, its own fresh ``verify_state`` (``final_check``)
-    and the truth, planner turns and tool calls."""
+    simulator backend ``sim_backend``: whether the planner succeeded, its own fresh
+    ``verify_state`` (``final_check``) and the truth, planner turns, tool calls, wall seconds
+    and ``first_look`` (the first overhead frame and the layout, for perception scores)."""
     from ..core import names
     from ..core.transport import QoS
     from ..demo import final_check
     from ..system import build_sim_system
 
-    system = build_sim_system(seed=seed, faults=faults, with_monitor=False)
+    t0 = time.perf_counter()
+    system = build_sim_system(seed=seed, faults=faults, with_monitor=False,
+                              sim_backend=sim_backend, style=style)
+    frame = system.cameras.frame("overhead")
+    truth0 = system.world.truth()
     events: list[Any] = []
     system.bus.subscribe(names.AGENT_EVENTS, names.T_AGENT_EVENT, callback=events.append,
                          qos=QoS(depth=1000))
@@ -230,7 +237,9 @@ def harness_episode(seed: int, faults: FaultConfig = FAULTS,
         check = final_check(system)
         return {"seed": seed, "succeeded": succeeded, "verified": bool(check["ok"]),
                 "truth": system.world.success(), "tool_calls": tool_calls,
-                "turns": int(ended[-1].data.get("turns", 0)) if ended else 0}
+                "turns": int(ended[-1].data.get("turns", 0)) if ended else 0,
+                "wall_s": time.perf_counter() - t0, "sim_s": system.world.t,
+                "first_look": (frame.data if frame is not None else None, truth0)}
     finally:
         system.shutdown()
 
@@ -253,11 +262,20 @@ def harness_row(seeds: Sequence[int], faults: FaultConfig = FAULTS,
                     f"{wall / max(n, 1):.1f} s wall per episode"}
 
 
-def run(quick: bool = False) -> list[dict[str, Any]]:
+def run(quick: bool = False, sims: Sequence[str] = ("2d",)) -> list[dict[str, Any]]:
+    """The tidy-up rows; with ``mujoco`` in ``sims`` also the backends side by side and the
+    3D domain shift (:mod:`solarian_agent.benchmarks.backends`)."""
     from solarian_agent.benchmarks import one_cv_thread
 
     with one_cv_thread():
-        return _run(quick)
+        rows = _run(quick) if "2d" in sims else []
+        if "mujoco" in sims:
+            from . import backends
+
+            size = QUICK if quick else FULL
+            rows += backends.tidy_rows(sims, range(size["harness_seeds"]),
+                                       size["shift_seeds_3d"], FAULTS)
+        return rows
 
 
 def _run(quick: bool) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from solarian_agent.core.episode_log import read_events
 from solarian_agent.demo import main
 
 
+@pytest.mark.timeout(600)  # a whole episode in MuJoCo with the cv monitor
 def test_demo_tidies_the_table_in_mujoco(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                          ) -> None:
     rc = main(["--sim", "mujoco", "--seed", "7", "--out", str(tmp_path), "--no-record"])

@@ -244,15 +244,15 @@ def build_scene(arm: ArmMjcf, layout: Layout, world_cfg: WorldConfig = WorldConf
         wb.append(b)
     _tray(wb, layout.receptacles["tray"], cfg)
     _bin(wb, layout.receptacles["bin"], cfg)
-    friction = f"{cfg.object_friction:.6g} 0.01 0.001"
     r, h = cup.radius, cup.height
     body = _sub(wb, "body", name="red_cup", pos=fmt((cup.x, cup.y, h / 2 + 1e-4)))
     _sub(body, "freejoint", name="red_cup")
     _sub(body, "inertial", pos=fmt((0, 0, -h / 6)), mass=f"{cfg.cup_mass:.6g}",
          diaginertia=fmt((cfg.cup_mass * (3 * r * r + h * h) / 12,) * 2
                          + (cfg.cup_mass * r * r / 2,)))
+    # rolling friction too (condim 6): a cup knocked over rolls a little, not off the table
     _scene_geom(body, "red_cup", type="cylinder", size=fmt((r, h / 2)), material="cup",
-                friction=friction, condim=4)
+                friction=f"{cfg.object_friction:.6g} 0.01 0.005", condim=6)
     _sub(body, "geom", name="red_cup_inside", type="cylinder", contype=0, conaffinity=0,
          size=fmt((0.72 * r, 0.0008)), pos=fmt((0, 0, h / 2)), material="cup_inside",
          mass=0)

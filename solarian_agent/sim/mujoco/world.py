@@ -12,10 +12,11 @@ ideal controller and benchmarks drive it:
   servo controller does on the real arm: a gripper closing on a cup keeps squeezing it.
 * ``joint_states`` are the measured joints; the aperture is the fingers' distance apart.
 * Grasps hold or slip by contact and friction.  An object is *held* while it touches both
-  fingers.  The injected faults make the grip slippery (the fingers' friction drops to
-  ``slip_friction``): ``grasp_fail`` when the fingers first pinch an object (it stays behind
-  when the arm lifts), ``slip`` the first time a held object is lifted past ``lift_height``
-  (it slides out and drops); friction comes back once the object is free of the fingers.
+  fingers.  Injected faults: ``grasp_fail`` when the fingers first pinch an object — they miss
+  it (it leaves the arm's collisions until the arm is clear of it, so the fingers close past
+  it and it stays where it stands, as in the 2D world); ``slip`` the first time a held object
+  is lifted past ``lift_height`` — the grip turns slippery (the fingers' friction drops to
+  ``slip_friction`` until the object is free of them) and it slides out and drops.
   ``move_object`` puts an object on another free spot; ``camera_freeze`` is the component's.
 * :meth:`truth` reads the physics state: where every body is, what touches the fingers.
 """
@@ -48,8 +49,11 @@ from ..world import (
     WorldObject,
     merge_command,
 )
-from .scene import Layout, SceneConfig, build_scene, fovy_deg
-from .urdf_mjcf import ArmMjcf, arm_mjcf, read_urdf
+from .scene import SCENE_CONAFFINITY, SCENE_CONTYPE, Layout, SceneConfig, build_scene, fovy_deg
+from .urdf_mjcf import ARM_CONTYPE, ArmMjcf, arm_mjcf, read_urdf
+
+# an object the fingers miss (grasp_fail) collides with the scene (bits 1) but not the arm (2)
+GHOST_CONTYPE, GHOST_CONAFFINITY = 4, 5
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,7 @@ class MujocoWorld:
         self._slip_checked = False
         self._loose_ticks = 0
         self._slippery: str | None = None
+        self._ghost: str | None = None
         self._set_grip(slippery=False)
         self.q = np.zeros(len(JOINT_NAMES))
         self.qd = np.zeros(len(JOINT_NAMES))
@@ -180,6 +185,11 @@ class MujocoWorld:
         self._obj_body = {n: int(mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, n))
                           for n in OBJECT_NAMES}
         self._body_obj = {b: n for n, b in self._obj_body.items()}
+        self._obj_geoms = {n: np.array([g for g in range(m.ngeom)
+                                        if m.geom_bodyid[g] == b and m.geom_contype[g] != 0])
+                           for n, b in self._obj_body.items()}
+        self._arm_geoms = np.array([g for g in range(m.ngeom)
+                                    if m.geom_contype[g] == ARM_CONTYPE])
         self._obj_q = {n: int(m.jnt_qposadr[jid(n)]) for n in OBJECT_NAMES}
         self._obj_v = {n: int(m.jnt_dofadr[jid(n)]) for n in OBJECT_NAMES}
         self._tip = int(mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, "gripper_tip"))
@@ -290,13 +300,15 @@ class MujocoWorld:
         else:
             self._loose_ticks = 0
         if held is None and now is not None:
-            self.held = now
             self._slip_checked = False
             if self.faults.grasp_fails(now.name, self.t):
-                self._make_slippery(now.name)
+                # the fingers miss it: they close past it and it stays where it stands
+                self._set_ghost(now.name, True)
                 self._event("grasp_failed", now.name)
+                now = None
             else:
                 self._event("grasped", now.name)
+            self.held = now
         elif held is not None and (now is None or now is not held):
             self.held = now
             opening = self.target[5] > self.q[5] + 1e-3
@@ -306,11 +318,31 @@ class MujocoWorld:
         if self._slippery is not None and not touching[self._slippery]:
             self._slippery = None
             self._set_grip(slippery=False)
+        if self._ghost is not None and self._clear_of_arm(self._ghost):
+            self._set_ghost(self._ghost, False)
         if self.held is not None and not self._slip_checked \
                 and self.tip_xyz[2] > self.config.lift_height:
             self._slip_checked = True
             if self._slippery is None and self.faults.slips(self.held.name, self.t):
                 self._make_slippery(self.held.name)
+
+    def _set_ghost(self, name: str, on: bool) -> None:
+        """Take object ``name`` out of the arm's collisions (``on``) or put it back: its
+        contype / conaffinity bits leave the arm's bit out, the table's and the other
+        objects' in."""
+        geoms = self._obj_geoms[name]
+        self.model.geom_contype[geoms] = GHOST_CONTYPE if on else SCENE_CONTYPE
+        self.model.geom_conaffinity[geoms] = GHOST_CONAFFINITY if on else SCENE_CONAFFINITY
+        self._ghost = name if on else None
+
+    def _clear_of_arm(self, name: str, margin: float = 0.003) -> bool:
+        """No arm geom within ``margin`` of the object (it can collide with the arm again)."""
+        m, d = self.model, self.data
+        for g in self._obj_geoms[name]:
+            for a in self._arm_geoms:
+                if mujoco.mj_geomDistance(m, d, int(g), int(a), margin, None) < margin:
+                    return False
+        return True
 
     def _make_slippery(self, name: str) -> None:
         self._slippery = name

@@ -20,8 +20,10 @@ from ..perception import images as im
 from ..perception import scene
 from .base import ImagePart, Message, ModelReply, ModelRequest, TextPart, ToolCall, Usage
 
-# fingers at least this far apart (mm) hold nothing: the gripper is open
+# fingers at least this far apart (mm) hold nothing: the gripper is open; closer than this
+# they closed on nothing (the pick skill's test)
 OPEN_APERTURE_MM = 50.0
+CLOSED_APERTURE_MM = 5.0
 _SPLIT = re.compile(r"\s*(?:,|;|\band then\b|\bthen\b|\band\b|\.)\s*", re.I)
 # the verb is optional after the first clause: "put the cup on the tray and the paper in the bin"
 _PUT = re.compile(r"^(?:(?:please\s+)?(?:put|place|move|drop|throw|bring|toss|set)\s+)?"
@@ -149,8 +151,11 @@ class RulesPlanner:
         if last.role == "tool" and "nothing is held" in last.text():
             holding = False
         aperture = _readings(wake).get("gripper", {}).get("aperture_mm")
-        if isinstance(aperture, int | float) and aperture >= OPEN_APERTURE_MM:
-            holding = False  # open fingers hold nothing, whatever the wrist camera sees below
+        if isinstance(aperture, int | float) and not (
+                CLOSED_APERTURE_MM <= aperture < OPEN_APERTURE_MM):
+            # open fingers, or fingers closed on nothing, hold nothing, whatever the wrist
+            # camera sees beyond them
+            holding = False
         remaining = [(o, d) for o, d in pairs if view.report[o]["location"] != d]
         picks = sum(1 for m in req.messages for c in m.tool_calls if c.name == "pick_object")
         if picks > self.max_attempts * len(pairs):

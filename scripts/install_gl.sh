@@ -21,23 +21,6 @@ if have_lib libEGL.so.1 && have_lib libOpenGL.so.0 && have_lib libGL.so.1 \
     exit 0
 fi
 
-if ! command -v apt-get >/dev/null 2>&1; then
-    echo "install_gl.sh: no apt-get here; install EGL (libEGL.so.1, libOpenGL.so.0) and" \
-         "Mesa's EGL and DRI drivers, or set MUJOCO_GL=osmesa / glfw" >&2
-    exit 1
-fi
-
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1; then
-        SUDO="sudo"
-    else
-        echo "install_gl.sh: needs root (or sudo) to install the EGL / Mesa packages" >&2
-        exit 1
-    fi
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends libegl1 libopengl0 libgl1 libegl-mesa0 \
-    libgl1-mesa-dri libgbm1 >/dev/null
+APT_WHO=install_gl.sh
+. "$(dirname "$0")/apt_install.sh"
+apt_install libegl1 libopengl0 libgl1 libegl-mesa0 libgl1-mesa-dri libgbm1 >/dev/null

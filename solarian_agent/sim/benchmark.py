@@ -42,6 +42,20 @@ def _rate(fn: Any, seconds: float, min_n: int = 20) -> float:
             return n / dt
 
 
+def arm_sweep(world: Any, dt: float = 0.02) -> Any:
+    """A step function that sweeps ``world``'s arm back and forth (a speed test's load)."""
+    flip = [1.0]
+
+    def step() -> None:
+        if world.settled():
+            flip[0] = -flip[0]
+            world.command([0.8 * flip[0], 0.6, 0.4 * flip[0], 0.5, flip[0], 0.05])
+        world.step(dt)
+
+    world.command([0.8, 0.6, 0.4, 0.5, 1.0, 0.05])
+    return step
+
+
 def _episodes(world: World, seeds: range, step: Any = None,
               reset: Any = None) -> tuple[list[EpisodeResult], float]:
     out = []
@@ -69,14 +83,7 @@ def _run(quick: bool) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
 
     world = World(arm, seed=0)
-    world.command([0.8, 0.6, 0.4, 0.5, 1.0, 0.05])
-    flip = [1.0]
-
-    def step() -> None:
-        if world.settled():
-            flip[0] = -flip[0]
-            world.command([0.8 * flip[0], 0.6, 0.4 * flip[0], 0.5, flip[0], 0.05])
-        world.step(0.02)
+    step = arm_sweep(world)
 
     rows.append({"name": "world steps per second", "value": round(_rate(step, span)),
                  "unit": "steps/s", "baseline": "50 steps/s (real time at 20 ms)"})

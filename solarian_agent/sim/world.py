@@ -554,27 +554,32 @@ class World:
 
     def truth(self) -> dict[str, Any]:
         """Ground truth as plain data (tests, the ideal controller and benchmarks only)."""
-        _, pitch, yaw = self.arm.fk(self.q)
-        objects = {n: o.as_dict() for n, o in self.objects.items()}
-        return {
-            "t": self.t,
-            "seed": self.seed,
-            "objects": objects,
-            "receptacles": {n: r.as_dict() for n, r in self.receptacles.items()},
-            "held": self.held.name if self.held is not None else None,
-            "in_tray": [n for n, o in self.objects.items() if o.location == "tray"],
-            "in_bin": [n for n, o in self.objects.items() if o.location == "bin"],
-            "joints": self.joint_positions(),
-            "targets": {n: float(v) for n, v in zip(self.joint_names, self.target, strict=True)},
-            "tip": [float(v) for v in self.tip_xyz],
-            "pitch": pitch,
-            "yaw": yaw,
-            "gripper": float(self.q[5]),
-            "at_home": self.at_home(),
-            "task_complete": self.task_complete(),
-            "success": self.success(),
-            "path_length": self.path_length,
-            "steps": self.steps,
-            "events": [{"t": e.t, "kind": e.kind, **e.detail} for e in self.events],
-            "faults": self.faults.summary(),
-        }
+        return truth_record(self, {n: o.as_dict() for n, o in self.objects.items()})
+
+
+def truth_record(world: Any, objects: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The ground-truth record of either backend's world, with ``objects`` (name -> its
+    record with a ``location``) as that world judges them."""
+    _, pitch, yaw = world.arm.fk(world.q)
+    return {
+        "t": world.t,
+        "seed": world.seed,
+        "objects": objects,
+        "receptacles": {n: r.as_dict() for n, r in world.receptacles.items()},
+        "held": world.held.name if world.held is not None else None,
+        "in_tray": [n for n, o in objects.items() if o["location"] == "tray"],
+        "in_bin": [n for n, o in objects.items() if o["location"] == "bin"],
+        "joints": world.joint_positions(),
+        "targets": {n: float(v) for n, v in zip(world.joint_names, world.target, strict=True)},
+        "tip": [float(v) for v in world.tip_xyz],
+        "pitch": pitch,
+        "yaw": yaw,
+        "gripper": float(world.q[5]),
+        "at_home": world.at_home(),
+        "task_complete": world.task_complete(),
+        "success": world.success(),
+        "path_length": world.path_length,
+        "steps": world.steps,
+        "events": [{"t": e.t, "kind": e.kind, **e.detail} for e in world.events],
+        "faults": world.faults.summary(),
+    }

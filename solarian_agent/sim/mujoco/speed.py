@@ -41,24 +41,12 @@ def _time_per_call(fn: Callable[[], Any], seconds: float, min_n: int = 10) -> fl
     return statistics.median(times)
 
 
-def _sweep(world: Any) -> Callable[[], None]:
-    flip = [1.0]
-
-    def step() -> None:
-        if world.settled():
-            flip[0] = -flip[0]
-            world.command([0.8 * flip[0], 0.6, 0.4 * flip[0], 0.5, flip[0], 0.05])
-        world.step(0.02)
-
-    world.command([0.8, 0.6, 0.4, 0.5, 1.0, 0.05])
-    return step
-
-
 def measure(seconds: float = 1.0) -> dict[str, Any]:
     """The figures (milliseconds per tick / real-time factors) as plain data."""
     import cv2
 
     from solarian_agent.arm.kinematics import ArmModel
+    from solarian_agent.sim.benchmark import arm_sweep
     from solarian_agent.sim.camera import OVERHEAD, WRIST
     from solarian_agent.sim.render import Renderer
     from solarian_agent.sim.world import World
@@ -70,8 +58,8 @@ def measure(seconds: float = 1.0) -> dict[str, Any]:
         cv2.setNumThreads(1)
     arm = ArmModel.default()
     flat, deep = World(arm, seed=1), MujocoWorld(arm, seed=1)
-    step_2d = _time_per_call(_sweep(flat), seconds, 50)
-    step_3d = _time_per_call(_sweep(deep), seconds, 50)
+    step_2d = _time_per_call(arm_sweep(flat), seconds, 50)
+    step_3d = _time_per_call(arm_sweep(deep), seconds, 50)
     out: dict[str, Any] = {
         "physics_rt_2d": 0.02 / step_2d, "physics_rt_mujoco": 0.02 / step_3d,
         "physics_steps_per_s_mujoco": 0.02 / step_3d / deep.model.opt.timestep,

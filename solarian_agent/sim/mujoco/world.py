@@ -48,6 +48,7 @@ from ..world import (
     WorldEvent,
     WorldObject,
     merge_command,
+    truth_record,
 )
 from .scene import SCENE_CONAFFINITY, SCENE_CONTYPE, Layout, SceneConfig, build_scene, fovy_deg
 from .urdf_mjcf import ARM_CONTYPE, ArmMjcf, arm_mjcf, read_urdf
@@ -422,7 +423,6 @@ class MujocoWorld:
 
     def truth(self) -> dict[str, Any]:
         """Ground truth from the physics state (tests, the ideal controller, benchmarks)."""
-        _, pitch, yaw = self.arm.fk(self.q)
         objects = {}
         for n, o in self.objects.items():
             loc = self.location(n)
@@ -430,27 +430,5 @@ class MujocoWorld:
                           "in_tray": loc == "tray", "in_bin": loc == "bin",
                           "on_table": loc in ("table", "tray", "bin"),
                           "upright": self.upright(n)}
-        return {
-            "backend": self.backend,
-            "t": self.t,
-            "seed": self.seed,
-            "objects": objects,
-            "receptacles": {n: r.as_dict() for n, r in self.receptacles.items()},
-            "held": self.held.name if self.held is not None else None,
-            "in_tray": [n for n in objects if objects[n]["location"] == "tray"],
-            "in_bin": [n for n in objects if objects[n]["location"] == "bin"],
-            "joints": self.joint_positions(),
-            "targets": {n: float(v) for n, v in zip(self.joint_names, self.target, strict=True)},
-            "tip": [float(v) for v in self.tip_xyz],
-            "pitch": pitch,
-            "yaw": yaw,
-            "gripper": float(self.q[5]),
-            "at_home": self.at_home(),
-            "task_complete": self.task_complete(),
-            "success": self.success(),
-            "path_length": self.path_length,
-            "steps": self.steps,
-            "physics_steps": int(round(self.data.time / self.model.opt.timestep)),
-            "events": [{"t": e.t, "kind": e.kind, **e.detail} for e in self.events],
-            "faults": self.faults.summary(),
-        }
+        return {"backend": self.backend, **truth_record(self, objects),
+                "physics_time_s": float(self.data.time)}

@@ -138,3 +138,25 @@ def test_style_validation() -> None:
         SceneStyle(camera_jitter_m=0.5)
     assert SceneStyle.randomized(1) == SceneStyle.randomized(1)
     assert SceneStyle.randomized(1, lighting=True) != SceneStyle.randomized(2, lighting=True)
+
+
+def test_frames_can_be_drawn_from_any_thread(renderer: MujocoRenderer,
+                                             world: MujocoWorld) -> None:
+    """The sim node renders on its loop thread, not the thread that made the renderer."""
+    import threading
+
+    world.reset(3)
+    here = renderer.render("overhead", world)
+    there: dict[str, object] = {}
+
+    def draw() -> None:
+        try:
+            there["img"] = renderer.render("overhead", world)
+        except Exception as e:  # pragma: no cover - the failure being tested against
+            there["err"] = e
+
+    t = threading.Thread(target=draw)
+    t.start()
+    t.join(timeout=60)
+    assert "err" not in there, there.get("err")
+    assert np.array_equal(there["img"], here)  # type: ignore[arg-type]

@@ -10,15 +10,19 @@ cameras on purpose).
 
 One GL context (opened at construction: :func:`~solarian_agent.sim.mujoco.gl.open_context`
 fails with the reason instead of hanging) renders every camera into its own viewport of one
-offscreen buffer.  No shadows, no reflections, no multisampling: a frame of the low-poly scene
+offscreen buffer.  A context is current on one thread only, so every GL call runs on the
+renderer's own GL thread; ``render`` may be called from any thread (the sim node renders on
+its loop thread) and waits for its frame, at most ``frame_timeout_s``.  No shadows, no
+reflections, no multisampling: a frame of the low-poly scene
 costs a few milliseconds on Mesa's software rasteriser.
 """
 
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 import cv2
@@ -36,6 +40,7 @@ from .style import SceneStyle
 # the MJCF cameras look along -z with y up; the optical frames along +z with y down
 _CAM_QUAT = np.array([0.0, 1.0, 0.0, 0.0])
 _VISIBLE_GROUPS = (0, 1)  # scene geoms and the arm's visual geoms (3: collision, hidden)
+FRAME_TIMEOUT_S = 30.0  # a frame not drawn by then is an error, not a hang
 
 
 def _rgba(bgr: tuple[int, int, int]) -> np.ndarray:
@@ -74,8 +79,15 @@ class MujocoRenderer(CameraRig):
         self.style = style if isinstance(style, SceneStyle) else SceneStyle(visual=style)
         width = max(s.width for s in self.specs.values())
         height = max(s.height for s in self.specs.values())
-        self._ctx = gl.open_context(width, height, gl_timeout_s)
-        self._thread = threading.get_ident()
+        self.frame_timeout_s = FRAME_TIMEOUT_S
+        # a GL context is current on one thread: every GL call runs on this one
+        self._gl = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mujoco-gl")
+        try:
+            self._ctx = self._gl.submit(gl.open_context, width, height,
+                                        gl_timeout_s).result(timeout=gl_timeout_s + 30.0)
+        except BaseException:
+            self._gl.shutdown(wait=False)
+            raise
         self._model: Any = None
         self._con: Any = None
         self._scene: Any = None
@@ -92,11 +104,16 @@ class MujocoRenderer(CameraRig):
         self.frames_rendered = 0
 
     # GL state ---------------------------------------------------------------------------------
-    def _current(self) -> None:
-        me = threading.get_ident()
-        if me != self._thread:
-            self._ctx.make_current()
-            self._thread = me
+    def _on_gl(self, fn: Any, *args: Any) -> Any:
+        """Run ``fn`` on the GL thread and return its result (or raise what it raised); a
+        frame that takes longer than ``frame_timeout_s`` is a :class:`RenderError`."""
+        if self._ctx is None:
+            raise RenderError("the renderer is closed")
+        try:
+            return self._gl.submit(fn, *args).result(timeout=self.frame_timeout_s)
+        except FutureTimeout:
+            raise RenderError(f"no frame from the GL thread within "
+                              f"{self.frame_timeout_s:g} s") from None
 
     def _prepare(self, model: Any) -> None:
         """A render context for ``model`` (a world's reset builds a new model)."""
@@ -158,12 +175,20 @@ class MujocoRenderer(CameraRig):
 
     # rendering -------------------------------------------------------------------------------
     def render(self, name: str, world: Any) -> np.ndarray:
-        """A new BGR frame of camera ``name`` showing ``world`` now."""
+        """A new BGR frame of camera ``name`` showing ``world`` now (drawn on the GL thread
+        while the caller waits, so the world does not move meanwhile)."""
         spec = self.specs.get(name)
         if spec is None:
             raise RenderError(f"unknown camera {name!r}; cameras are {self.cameras}")
+        out: np.ndarray = self._on_gl(self._draw, name, world)
+        if name not in self._fixed:  # the model follows the frame it drew
+            self._cams[name].set_pose(self.arm.frame_pose(world.q, spec.frame))
+        self.frames_rendered += 1
+        return out
+
+    def _draw(self, name: str, world: Any) -> np.ndarray:
+        spec = self.specs[name]
         model, data = world.model, world.data
-        self._current()
         self._prepare(model)
         self._apply_style(model, data)
         self._vcam.fixedcamid = self._cam_ids[name]
@@ -173,9 +198,6 @@ class MujocoRenderer(CameraRig):
         mujoco.mjr_render(viewport, self._scene, self._con)
         buf = self._buf[name]
         mujoco.mjr_readPixels(buf, None, viewport, self._con)
-        if name not in self._fixed:  # the model follows the frame it drew
-            self._cams[name].set_pose(self.arm.frame_pose(world.q, spec.frame))
-        self.frames_rendered += 1
         # OpenGL's rows run bottom-up and its pixels are RGB
         out: np.ndarray = cv2.flip(cv2.cvtColor(buf, cv2.COLOR_RGB2BGR), 0)
         return out
@@ -184,11 +206,22 @@ class MujocoRenderer(CameraRig):
         return {name: self.render(name, world) for name in self.specs}
 
     def close(self) -> None:
-        """Free the GL resources (the renderer cannot draw afterwards)."""
-        if self._con is not None:
-            self._con.free()
-            self._con = None
-        self._model = None
-        if self._ctx is not None:
+        """Free the GL resources and stop the GL thread (the renderer cannot draw
+        afterwards)."""
+        if self._ctx is None:
+            return
+
+        def free() -> None:
+            if self._con is not None:
+                self._con.free()
+                self._con = None
             self._ctx.free()
+
+        try:
+            self._gl.submit(free).result(timeout=self.frame_timeout_s)
+        except FutureTimeout:
+            pass  # a stuck driver: the thread is left behind, the renderer is closed anyway
+        finally:
+            self._model = None
             self._ctx = None
+            self._gl.shutdown(wait=False)

@@ -32,7 +32,9 @@ def test_the_launch_plan_passes_the_backend_to_the_sim_and_skills_nodes(
     with pytest.raises(ValueError, match="sim:='gazebo' is not a simulator backend; "
                                          "allowed: 2d, mujoco"):
         launch_plan.sim_plan({"sim": "gazebo"}, repo_root)
-    assert "sim" not in _params(launch_plan.robot_plan({}, repo_root), "skills_node")
+    # the robot's skills point at the real table (no simulated scene's heights)
+    robot_skills = launch_plan._agent_nodes({}, repo_root)[0]
+    assert robot_skills.executable == "skills_node" and "sim" not in robot_skills.parameters
 
 
 def test_the_sim_node_core_over_mujoco_publishes_and_serves_the_same_graph() -> None:

@@ -18,9 +18,13 @@ Updates are pushed to the page with server-sent events (``GET /events``), never 
   happens only for frames someone looks at, off the control path.
 
 Control lock: one client (an open page) holds it at a time; sending a message, Reset and
-releasing the e-stop need it.  Cancel and E-STOP are safety commands: they are accepted from
-any viewer, with or without the lock (or a body).  The lock is released when its page
-disconnects.
+releasing the e-stop need it.  Each page's event stream opens with a ``hello`` that gives it
+its public ``client`` id (shown to everyone: who holds the lock, who pressed E-STOP) and its
+``token``, a secret sent to that page alone, once: a command acts for a page only when it
+carries that page's token (compared in constant time).  Nothing any other viewer can read (the
+stream, ``GET /api/state``, a refused command's answer) holds a token.  Cancel and E-STOP are
+safety commands: they are accepted from any viewer, with or without the lock.  The lock is
+released when its page disconnects.
 
 E-stop: ``POST /api/estop`` calls the arm driver's (or the simulator's) latched ``estop``
 service with a reason naming the viewer; ``POST /api/estop_reset`` (lock) calls
@@ -29,8 +33,9 @@ and pushed to every page (``estop`` messages), which shows a banner until the re
 nothing serves ``estop`` the endpoint answers 503 with ``unavailable: true`` and the page's
 button says so (availability is re-checked about once a second).
 
-Other commands are JSON POSTs (a cross-site form cannot send them).  The server binds to
-loopback only.
+Every request passes the door first (``panel_door.py``): only the Host names the panel is
+bound to, every POST same-origin JSON (Cancel and E-STOP included: a stop button on another
+site never drives this robot), and beyond loopback the access token on every request.
 """
 
 from __future__ import annotations
@@ -38,7 +43,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import ipaddress
 import json
 import logging
 import math
@@ -57,13 +61,13 @@ from ..core import names
 from ..core.clock import Clock
 from ..core.messages import AgentEvent, AgentState, Image, MonitorVerdict, OperatorEvent
 from .link import AgentLink, BusLike, BusLink, Reply, describe_event, estop_unavailable
+from .panel_door import DoorPolicy, PanelDoor, new_secret, same_secret
 
 log = logging.getLogger(__name__)
 
 STATIC_FILES = {"index.html": "text/html; charset=utf-8",
                 "panel.js": "text/javascript; charset=utf-8",
                 "panel.css": "text/css; charset=utf-8"}
-LOOPBACK_NAMES = ("localhost",)
 
 
 def _jsonable(o: Any) -> Any:
@@ -103,18 +107,6 @@ def _clean(obj: Any, depth: int = 0) -> Any:
     return _finite(obj)
 
 
-def check_loopback(host: str) -> None:
-    if host in LOOPBACK_NAMES:
-        return
-    try:
-        ok = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        ok = False
-    if not ok:
-        raise ValueError(f"the panel binds to loopback only, not {host!r}; to reach it from "
-                         "another machine use an SSH tunnel (ssh -L 8765:127.0.0.1:8765 robot)")
-
-
 # ----------------------------------------------------------------------------------------
 # control lock and clients
 # ----------------------------------------------------------------------------------------
@@ -144,9 +136,12 @@ class ControlLock:
 
 @dataclass
 class Client:
+    """An open page: ``id`` is public (shown to every viewer), ``token`` its secret."""
+
     id: str
-    queue: collections.deque[str]
-    wake: asyncio.Event
+    token: str = field(repr=False)
+    queue: collections.deque[str] = field(default_factory=collections.deque)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
     dropped: int = 0
     resync: bool = False
     sent: int = 0
@@ -416,12 +411,13 @@ class PanelHub:
             self._estop_checked_at = now
             self._set_estop(available=self._estop_available())
 
-    def estop_reason(self, client: str | None, note: str = "") -> str:
-        """The reason sent with a viewer's e-stop: it names the viewer (and whether it held
-        the control lock), then the viewer's own words if any."""
-        known = client is not None and client in self.clients
-        who = f"viewer {client}" if known else "a viewer"
-        lock = "holds control" if self.lock.held_by(client) else "without the control lock"
+    def estop_reason(self, token: object, note: str = "") -> str:
+        """The reason sent with a viewer's e-stop: it names the viewer its token shows (and
+        whether it held the control lock), then the viewer's own words if any."""
+        c = self.client_for(token)
+        who = f"viewer {c.id}" if c is not None else "a viewer"
+        held = c is not None and self.lock.held_by(c.id)
+        lock = "holds control" if held else "without the control lock"
         reason = f"operator e-stop from the panel ({who}, {lock})"
         note = " ".join(note.split())[:200]
         return f"{reason}: {note}" if note else reason
@@ -473,8 +469,8 @@ class PanelHub:
 
     def snapshot_messages(self, client: Client | None) -> list[str]:
         out = []
-        if client is not None:
-            out.append(dumps({"type": "hello", "client": client.id}))
+        if client is not None:  # the page's own stream, once: its token goes nowhere else
+            out.append(dumps({"type": "hello", "client": client.id, "token": client.token}))
         out.append(dumps({"type": "state", "state": self.state, "operator": self.operator}))
         out.append(dumps({"type": "events", "events": list(self.events)}))
         out.append(dumps({"type": "lock", "holder": self.lock.holder}))
@@ -485,8 +481,11 @@ class PanelHub:
         return out
 
     def connect(self) -> Client:
-        cid = secrets.token_urlsafe(9)
-        c = Client(cid, collections.deque(maxlen=self.client_queue), asyncio.Event())
+        cid = secrets.token_urlsafe(6)
+        while cid in self.clients:
+            cid = secrets.token_urlsafe(6)
+        c = Client(cid, new_secret(), collections.deque(maxlen=self.client_queue),
+                   asyncio.Event())
         for p in self.snapshot_messages(c):
             c.queue.append(p)
         c.wake.set()
@@ -511,9 +510,24 @@ class PanelHub:
         return out
 
     # commands ----------------------------------------------------------------------------
-    def acquire(self, client: str) -> dict[str, Any]:
-        if client not in self.clients:
-            return {"ok": False, "reason": "unknown client: open the panel's event stream first"}
+    def client_for(self, token: object) -> Client | None:
+        """The open page whose secret ``token`` is (every page compared, in constant time)."""
+        found = None
+        for c in list(self.clients.values()):
+            if same_secret(token, c.token):
+                found = c
+        return found
+
+    def holds_lock(self, token: object) -> bool:
+        c = self.client_for(token)
+        return c is not None and self.lock.held_by(c.id)
+
+    def acquire(self, token: object) -> dict[str, Any]:
+        c = self.client_for(token)
+        if c is None:
+            return {"ok": False, "reason": "taking control needs your page's token (from its "
+                    "event stream's hello)"}
+        client = c.id
         before = self.lock.holder
         if self.lock.acquire(client, self.clients):
             if before != client:
@@ -522,8 +536,9 @@ class PanelHub:
         return {"ok": False, "reason": "another viewer holds the control lock",
                 "holder": self.lock.holder}
 
-    def release(self, client: str) -> dict[str, Any]:
-        if self.lock.release(client):
+    def release(self, token: object) -> dict[str, Any]:
+        c = self.client_for(token)
+        if c is not None and self.lock.release(c.id):
             self.broadcast({"type": "lock", "holder": None})
             return {"ok": True, "reason": ""}
         return {"ok": False, "reason": "you do not hold the control lock"}
@@ -560,13 +575,17 @@ def _static(name: str) -> bytes:
     return resources.files("solarian_agent").joinpath("data", "panel", name).read_bytes()
 
 
-def build_app(hub: PanelHub) -> Any:
+def build_app(hub: PanelHub, policy: DoorPolicy | None = None) -> Any:
+    """The panel's ASGI app: its routes behind the door (``policy``: loopback names only,
+    no access token, when not given)."""
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response, StreamingResponse
     from starlette.routing import Route
 
     Handler = Callable[[Request], Awaitable[Response]]
+    door_policy = policy if policy is not None else DoorPolicy.for_bind("127.0.0.1")
+    door: PanelDoor | None = None  # set once built, for the state endpoint's counts
 
     def safe(fn: Handler) -> Handler:
         async def wrapped(request: Request) -> Response:
@@ -579,6 +598,8 @@ def build_app(hub: PanelHub) -> Any:
         return wrapped
 
     async def body(request: Request) -> dict[str, Any] | Response:
+        """A command's body: a JSON object (the door has already refused anything that is
+        not a same-origin JSON POST)."""
         ctype = request.headers.get("content-type", "")
         if not ctype.startswith("application/json"):
             return JSONResponse({"ok": False, "reason": "commands are JSON POSTs "
@@ -604,15 +625,6 @@ def build_app(hub: PanelHub) -> Any:
         except TimeoutError:
             return {"ok": False, "reason": "the agent did not answer in time"}
 
-    async def lenient_body(request: Request) -> dict[str, Any]:
-        """A safety command's body: whatever parses as a JSON object, else nothing."""
-        try:
-            raw = await request.body()
-            data = json.loads(raw) if raw and len(raw) <= 64_000 else {}
-        except ValueError:
-            return {}
-        return data if isinstance(data, dict) else {}
-
     def reply(r: dict[str, Any], denied: bool = False) -> Response:
         if r.get("unavailable"):
             code = 503
@@ -620,9 +632,12 @@ def build_app(hub: PanelHub) -> Any:
             code = 403 if denied else (200 if r.get("ok") else 409)
         return JSONResponse(r, status_code=code)
 
-    async def do_estop(client: Any, note: Any = "") -> Response:
-        cid = client if isinstance(client, str) else None
-        reason = hub.estop_reason(cid, note if isinstance(note, str) else "")
+    def needs_lock(what: str) -> Response:
+        return reply({"ok": False, "reason": f"{what} needs the control lock (and your page's "
+                      "token)"}, denied=True)
+
+    async def do_estop(token: Any, note: Any = "") -> Response:
+        reason = hub.estop_reason(token, note if isinstance(note, str) else "")
         r = await run_command(lambda: hub.estop_command(reason))
         hub.estop_answered(r)
         if r.get("ok"):
@@ -649,11 +664,13 @@ def build_app(hub: PanelHub) -> Any:
 
     @safe
     async def state(request: Request) -> Response:
+        # everything here is for any viewer: the holder's public id, never a token
         return JSONResponse({"state": hub.state, "operator": hub.operator,
                              "lock": hub.lock.holder, "estop": hub.estop,
                              "events": list(hub.events),
                              "clients": len(hub.clients), "pump_errors": hub.pump_errors,
                              "intake_dropped": hub.intake.dropped,
+                             "refused": dict(door.refused) if door is not None else {},
                              "cameras": hub.link.image_topics()})
 
     @safe
@@ -707,15 +724,14 @@ def build_app(hub: PanelHub) -> Any:
         if isinstance(data, Response):
             return data
         text = str(data.get("text", "")).strip()
-        client = data.get("client")
+        token = data.get("token")
         word = text.split(" ")[0]
         if word == "/cancel":
             return reply(await run_command(lambda: hub.link.cancel("operator")))
         if word == "/estop":  # a safety command too
-            return await do_estop(client, text[len(word):].strip())
-        if not hub.lock.held_by(client if isinstance(client, str) else None):
-            return reply({"ok": False, "reason": "sending a message needs the control lock"},
-                         denied=True)
+            return await do_estop(token, text[len(word):].strip())
+        if not hub.holds_lock(token):
+            return needs_lock("sending a message")
         if not text:
             return reply({"ok": False, "reason": "empty message"})
         if len(text) > 8000:
@@ -728,7 +744,10 @@ def build_app(hub: PanelHub) -> Any:
 
     @safe
     async def cmd_cancel(request: Request) -> Response:
-        # a safety command: accepted from any viewer, lock or not, body or not
+        # a safety command: accepted from any viewer, lock or not (same-origin JSON only)
+        data = await body(request)
+        if isinstance(data, Response):
+            return data
         return reply(await run_command(lambda: hub.link.cancel("operator")))
 
     @safe
@@ -736,27 +755,26 @@ def build_app(hub: PanelHub) -> Any:
         data = await body(request)
         if isinstance(data, Response):
             return data
-        client = data.get("client")
-        if not hub.lock.held_by(client if isinstance(client, str) else None):
-            return reply({"ok": False, "reason": "reset needs the control lock"}, denied=True)
+        if not hub.holds_lock(data.get("token")):
+            return needs_lock("reset")
         return reply(await run_command(lambda: hub.link.reset("operator")))
 
     @safe
     async def cmd_estop(request: Request) -> Response:
-        # a safety command: accepted from any viewer, lock or not, body or not; the body's
-        # client (and optional reason) only name who pressed it
-        data = await lenient_body(request)
-        return await do_estop(data.get("client"), data.get("reason", ""))
+        # a safety command: accepted from any viewer, lock or not (same-origin JSON only);
+        # the token (and optional reason) only name who pressed it
+        data = await body(request)
+        if isinstance(data, Response):
+            return data
+        return await do_estop(data.get("token"), data.get("reason", ""))
 
     @safe
     async def cmd_estop_reset(request: Request) -> Response:
         data = await body(request)
         if isinstance(data, Response):
             return data
-        client = data.get("client")
-        if not hub.lock.held_by(client if isinstance(client, str) else None):
-            return reply({"ok": False, "reason": "releasing the e-stop needs the control lock"},
-                         denied=True)
+        if not hub.holds_lock(data.get("token")):
+            return needs_lock("releasing the e-stop")
         return await do_estop_reset()
 
     @safe
@@ -764,7 +782,7 @@ def build_app(hub: PanelHub) -> Any:
         data = await body(request)
         if isinstance(data, Response):
             return data
-        r = hub.acquire(str(data.get("client", "")))
+        r = hub.acquire(data.get("token"))
         return reply(r, denied=not r["ok"])
 
     @safe
@@ -772,7 +790,7 @@ def build_app(hub: PanelHub) -> Any:
         data = await body(request)
         if isinstance(data, Response):
             return data
-        return reply(hub.release(str(data.get("client", ""))))
+        return reply(hub.release(data.get("token")))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
@@ -796,15 +814,17 @@ def build_app(hub: PanelHub) -> Any:
         Route("/api/lock", cmd_lock, methods=["POST"]),
         Route("/api/unlock", cmd_unlock, methods=["POST"]),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    door = PanelDoor(Starlette(routes=routes, lifespan=lifespan), door_policy)
+    return door
 
 
 class PanelHandle:
     """A running panel: ``url``, ``port``, ``hub``; ``stop()`` ends it (bounded)."""
 
     def __init__(self, hub: PanelHub, server: Any, thread: threading.Thread, host: str,
-                 port: int, owns_link: bool) -> None:
+                 port: int, owns_link: bool, access_token: str | None = None) -> None:
         self.hub = hub
+        self.access_token = access_token
         self.server = server
         self.thread = thread
         self.host = host
@@ -815,6 +835,12 @@ class PanelHandle:
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/"
+
+    @property
+    def entry_url(self) -> str:
+        """The address to open in a browser: with ``?token=`` when an access token is set
+        (the page then holds it in a cookie and drops it from the address bar)."""
+        return self.url + (f"?token={self.access_token}" if self.access_token else "")
 
     def stop(self, timeout_s: float = 5.0) -> None:
         self.hub.close_from_thread()
@@ -835,13 +861,19 @@ class PanelHandle:
 
 def serve_panel(bus: BusLike | None, clock: Clock, host: str = "127.0.0.1", port: int = 8765,
                 *, link: AgentLink | None = None, cameras: Iterable[str] | None = None,
-                fps: float = 5.0, start_timeout_s: float = 10.0) -> PanelHandle:
-    """Serve the panel on ``host:port`` (loopback only; port 0 picks a free one) in a background
-    thread and return once it accepts connections.  ``link`` defaults to a :class:`BusLink`
-    on ``bus``; ``cameras`` as in :class:`BusLink`."""
+                fps: float = 5.0, start_timeout_s: float = 10.0,
+                access_token: str | None = None, allow_hosts: Iterable[str] = ()
+                ) -> PanelHandle:
+    """Serve the panel on ``host:port`` (port 0 picks a free one) in a background thread and
+    return once it accepts connections.  ``link`` defaults to a :class:`BusLink` on ``bus``;
+    ``cameras`` as in :class:`BusLink`.
+
+    Beyond loopback ``access_token`` is required (``ValueError`` without it) and every
+    request must carry it; ``allow_hosts``: more Host names to answer to (see
+    :class:`~.panel_door.DoorPolicy`)."""
     import uvicorn
 
-    check_loopback(host)
+    policy = DoorPolicy.for_bind(host, allow_hosts, access_token)
     if link is None:
         if bus is None:
             raise ValueError("serve_panel needs a bus or a link")
@@ -850,7 +882,7 @@ def serve_panel(bus: BusLike | None, clock: Clock, host: str = "127.0.0.1", port
     else:
         owns = False
     hub = PanelHub(link, clock, fps=fps)
-    app = build_app(hub)
+    app = build_app(hub, policy)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -879,4 +911,4 @@ def serve_panel(bus: BusLike | None, clock: Clock, host: str = "127.0.0.1", port
             raise RuntimeError(f"the panel did not start on {host}:{bound_port} within "
                                f"{start_timeout_s:g} s")
         time.sleep(0.01)
-    return PanelHandle(hub, server, thread, host, bound_port, owns)
+    return PanelHandle(hub, server, thread, host, bound_port, owns, policy.access_token)

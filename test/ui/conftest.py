@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +27,7 @@ def artifacts() -> Path:
     return ARTIFACTS
 
 
-@pytest.fixture
-def browser() -> Iterator[Any]:
+def _start_chromium(extra_args: tuple[str, ...] = ()) -> tuple[Any, str]:
     missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
     if missing:
         pytest.fail(f"headless Chromium is needed for browser tests; missing {missing}: run "
@@ -42,16 +41,43 @@ def browser() -> Iterator[Any]:
     for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
               "--no-first-run", "--disable-background-networking",
               "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-              "--window-size=1440,1000", f"--user-data-dir={profile}"):
+              "--window-size=1440,1000", f"--user-data-dir={profile}", *extra_args):
         opts.add_argument(a)
     service = Service(executable_path=CHROMEDRIVER)
     driver = webdriver.Chrome(service=service, options=opts)
     driver.set_page_load_timeout(20)
     driver.set_script_timeout(10)
+    return driver, profile
+
+
+def _quit(driver: Any, profile: str) -> None:
+    try:
+        driver.quit()
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    driver, profile = _start_chromium()
     try:
         yield driver
     finally:
-        try:
-            driver.quit()
-        finally:
-            shutil.rmtree(profile, ignore_errors=True)
+        _quit(driver, profile)
+
+
+@pytest.fixture
+def browser_factory() -> Iterator[Callable[..., Any]]:
+    """Start more browsers (each its own Chromium and profile: separate viewers), with extra
+    command-line flags; all are closed at the end."""
+    started: list[tuple[Any, str]] = []
+
+    def start(*extra_args: str) -> Any:
+        started.append(_start_chromium(tuple(extra_args)))
+        return started[-1][0]
+
+    try:
+        yield start
+    finally:
+        for driver, profile in started:
+            _quit(driver, profile)

@@ -1,6 +1,7 @@
 """The panel's server without a browser: the control lock, Cancel and E-STOP from any viewer,
 the e-stop's clear error when nothing serves it, bad requests, errors that must not escape,
-bounded queues, loopback only."""
+bounded queues.  The door (Host names, same-origin JSON, the access token, replayed ids) has
+its own tests in test_panel_door.py."""
 
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ import time
 from typing import Any
 
 import numpy as np
-import pytest
-from ui_helpers import SSE, Stepper, get, post, wait_for
+from ui_helpers import SSE, Stepper, TriggerServer, get, post, wait_for
 
 from solarian_agent.core import names
 from solarian_agent.core.clock import FakeClock
@@ -19,7 +19,7 @@ from solarian_agent.core.transport import Bus
 from solarian_agent.models.scripted import reply
 from solarian_agent.testing.harness import make_harness
 from solarian_agent.ui.link import BusLink, describe_event
-from solarian_agent.ui.panel import PanelHub, _Intake, check_loopback, serve_panel
+from solarian_agent.ui.panel import PanelHub, _Intake, serve_panel
 
 
 class FakeLink:
@@ -81,38 +81,40 @@ def test_lock_and_cancel_from_any_viewer(tmp_path):
         try:
             url = panel.url
             a, b = SSE(url), SSE(url)
-            ca, cb = a.client, b.client
-            assert post(url, "api/lock", {"client": ca}) == (200, {"ok": True, "reason": "",
-                                                                   "holder": ca})
-            code, r = post(url, "api/lock", {"client": cb})
+            ca, ta, tb = a.client, a.token, b.token
+            assert post(url, "api/lock", {"token": ta}) == (200, {"ok": True, "reason": "",
+                                                                  "holder": ca})
+            code, r = post(url, "api/lock", {"token": tb})
             assert code == 403 and r["holder"] == ca
-            assert post(url, "api/lock", {"client": "made-up"})[0] == 403
+            assert post(url, "api/lock", {"token": "made-up"})[0] == 403
             # without the lock: no message, no reset
-            assert post(url, "api/message", {"client": cb, "text": "go"})[0] == 403
+            assert post(url, "api/message", {"token": tb, "text": "go"})[0] == 403
             assert post(url, "api/message", {"text": "go"})[0] == 403
-            assert post(url, "api/reset", {"client": cb})[0] == 403
+            assert post(url, "api/reset", {"token": tb})[0] == 403
             assert h.planner.status == "idle"
             # with it: the task reaches the planner
-            assert post(url, "api/message", {"client": ca, "text": "wait for me"})[0] == 200
+            assert post(url, "api/message", {"token": ta, "text": "wait for me"})[0] == 200
             wait_for(lambda: h.planner.actions, 10, "the wait to start")
             wait_for(lambda: any(m["state"]["actions"] for m in b.of("state")), 5,
                      "viewer B to see the running action")
-            # Cancel is a safety command: the viewer without the lock may send it, bare
-            assert post(url, "api/cancel", b"", content_type="text/plain")[0] == 200
+            # Cancel is a safety command: the viewer without the lock may send it, without
+            # any token (but as JSON: a bare or text/plain POST is what another site sends)
+            assert post(url, "api/cancel", b"", content_type="text/plain")[0] == 415
+            assert post(url, "api/cancel", {})[0] == 200
             wait_for(lambda: h.planner.status == "cancelled" and not h.planner.actions, 10,
                      "the cancel")
             wait_for(lambda: any(m["state"]["status"] == "cancelled" for m in a.of("state")), 5,
                      "the holder to see it")
             # /cancel typed by a viewer also works without the lock
-            assert post(url, "api/message", {"client": cb, "text": "/cancel"})[0] == 200
+            assert post(url, "api/message", {"token": tb, "text": "/cancel"})[0] == 200
             # the holder leaves: the lock is free for the next viewer
             a.close()
             wait_for(lambda: panel.hub.lock.holder is None, 5, "the lock to be released")
             wait_for(lambda: {"type": "lock", "holder": None} in b.of("lock"), 5,
                      "B to hear the lock is free")
-            assert post(url, "api/lock", {"client": cb})[0] == 200
-            assert post(url, "api/unlock", {"client": cb})[0] == 200
-            assert post(url, "api/unlock", {"client": cb})[0] == 409
+            assert post(url, "api/lock", {"token": tb})[0] == 200
+            assert post(url, "api/unlock", {"token": tb})[0] == 200
+            assert post(url, "api/unlock", {"token": tb})[0] == 409
         finally:
             for s in (a, b):
                 if s is not None:
@@ -201,16 +203,6 @@ def test_intake_is_bounded_and_counts_drops():
     assert intake.dropped == 2 and [m for _, m in intake.drain()] == [2, 3, 4]
 
 
-def test_loopback_only():
-    for host in ("127.0.0.1", "::1", "localhost", "127.0.0.2"):
-        check_loopback(host)
-    for host in ("0.0.0.0", "192.168.1.10", "::", "example.com"):
-        with pytest.raises(ValueError, match="loopback"):
-            check_loopback(host)
-    with pytest.raises(ValueError):
-        serve_panel(Bus(), FakeClock(), "0.0.0.0", 0)
-
-
 def test_frames_are_announced_at_a_bounded_rate():
     bus = Bus()
     pub = bus.publisher(names.image_topic("cam"), names.T_IMAGE)
@@ -255,59 +247,29 @@ def test_describe_event_lines():
 # ----------------------------------------------------------------------------------------
 # e-stop
 # ----------------------------------------------------------------------------------------
-class TriggerServer:
-    """An e-stop on a bare Bus, as the arm driver serves it: latched, announced as operator
-    events; every request recorded."""
-
-    def __init__(self, bus: Bus) -> None:
-        from solarian_agent.core.messages import OperatorEvent
-
-        self.requests: list[tuple[str, Any]] = []
-        self.latched = False
-        pub = bus.publisher(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT)
-
-        def estop(req: Any) -> dict[str, Any]:
-            self.requests.append(("estop", req))
-            newly, self.latched = not self.latched, True
-            if newly:
-                pub.publish(OperatorEvent("estop", {"reason": req.get("reason", "")}, 1.0))
-            return {"success": True, "message": f"e-stop latched: {req.get('reason', '')}"}
-
-        def reset(req: Any) -> dict[str, Any]:
-            self.requests.append(("estop_reset", req))
-            was, self.latched = self.latched, False
-            if was:
-                pub.publish(OperatorEvent("estop_reset", {}, 2.0))
-            return {"success": was, "message": "e-stop released" if was
-                    else "e-stop was not latched"}
-
-        self.serve = lambda: (bus.create_service(names.ESTOP, names.T_TRIGGER, estop),
-                              bus.create_service(names.ESTOP_RESET, names.T_TRIGGER, reset))
-
-
 def test_estop_endpoint_without_an_estop_service_is_a_clear_error():
     bus = Bus()  # nothing serves estop: no arm driver, no simulator
     with serve_panel(bus, FakeClock(), "127.0.0.1", 0) as panel:
         url = panel.url
         s = SSE(url)
         try:
-            c = s.client
+            c = s.token
             # the page is told at once, so its button says the e-stop is unavailable
             wait_for(lambda: s.of("estop"), 5, "the e-stop snapshot")
             assert s.of("estop")[-1]["estop"]["available"] is False
-            for payload, ctype in (({"client": c}, "application/json"),
-                                   (b"", "text/plain"), (b"{broken", "application/json")):
-                code, r = post(url, "api/estop", payload, content_type=ctype)
+            for payload in ({"token": c}, {}):
+                code, r = post(url, "api/estop", payload)
                 assert code == 503, (code, r)
                 assert r["ok"] is False and r["unavailable"] is True
                 assert "e-stop unavailable" in r["reason"] and "'estop'" in r["reason"]
+            assert post(url, "api/estop", b"{broken")[0] == 400
             # typed in the input box, by a viewer without the lock: the same answer
-            code, r = post(url, "api/message", {"client": c, "text": "/estop now"})
+            code, r = post(url, "api/message", {"token": c, "text": "/estop now"})
             assert code == 503 and r["unavailable"] is True
             # releasing needs the lock first, then says the same
-            assert post(url, "api/estop_reset", {"client": c})[0] == 403
-            assert post(url, "api/lock", {"client": c})[0] == 200
-            code, r = post(url, "api/estop_reset", {"client": c})
+            assert post(url, "api/estop_reset", {"token": c})[0] == 403
+            assert post(url, "api/lock", {"token": c})[0] == 200
+            code, r = post(url, "api/estop_reset", {"token": c})
             assert code == 503 and "'estop_reset'" in r["reason"]
             code, body, _ = get(url, "api/state")
             assert code == 200 and json.loads(body)["estop"]["available"] is False
@@ -342,15 +304,15 @@ def test_estop_from_any_viewer_banner_state_and_reset_needs_the_lock():
         a = b = None
         try:
             a, b = SSE(url), SSE(url)
-            ca, cb = a.client, b.client
-            assert post(url, "api/lock", {"client": ca})[0] == 200
+            ca, cb, ta, tb = a.client, b.client, a.token, b.token
+            assert post(url, "api/lock", {"token": ta})[0] == 200
             assert b.of("estop")[-1]["estop"] == {"available": False, "latched": False,
                                                   "reason": "", "t": None}
             # the arm driver comes up after the panel: the pages hear it within a second or so
             server.serve()
             wait_for(lambda: b.of("estop")[-1]["estop"]["available"], 5, "availability")
             # viewer B, without the lock, latches it; the reason names B
-            code, r = post(url, "api/estop", {"client": cb, "reason": "cup  is\nslipping"})
+            code, r = post(url, "api/estop", {"token": tb, "reason": "cup  is\nslipping"})
             assert code == 200 and r["ok"] is True and "e-stop latched" in r["message"]
             kind, req = server.requests[-1]
             assert kind == "estop" and req["reason"] == (
@@ -359,27 +321,27 @@ def test_estop_from_any_viewer_banner_state_and_reset_needs_the_lock():
             for s in (a, b):  # every page shows the banner
                 wait_for(lambda s=s: s.of("estop")[-1]["estop"]["latched"], 5, "the latch")
             assert "cup is slipping" in a.of("estop")[-1]["estop"]["reason"]
-            # a bare POST (no body, no client) is still an e-stop; an unknown client is not
-            # echoed into the reason
-            assert post(url, "api/estop", b"", content_type="text/plain")[0] == 200
-            assert post(url, "api/estop", {"client": "<b>x</b>"})[0] == 200
+            # an empty JSON POST (no token) is still an e-stop; an unknown token, or a
+            # viewer's public id, is not echoed into the reason
+            assert post(url, "api/estop", b"")[0] == 200
+            assert post(url, "api/estop", {"token": "<b>x</b>", "client": cb})[0] == 200
             assert all(req.get("reason", "").startswith(
                 "operator e-stop from the panel (a viewer, without the control lock)")
                 for _, req in server.requests[-2:])
             # releasing needs the lock
-            assert post(url, "api/estop_reset", {"client": cb})[0] == 403
-            code, r = post(url, "api/message", {"client": cb, "text": "/estop-reset"})
+            assert post(url, "api/estop_reset", {"token": tb})[0] == 403
+            code, r = post(url, "api/message", {"token": tb, "text": "/estop-reset"})
             assert code == 403
             assert server.latched
-            assert post(url, "api/estop_reset", {"client": ca}) == (
+            assert post(url, "api/estop_reset", {"token": ta}) == (
                 200, {"ok": True, "reason": "", "message": "e-stop released"})
             for s in (a, b):
                 wait_for(lambda s=s: not s.of("estop")[-1]["estop"]["latched"], 5, "the reset")
             # not latched any more: the driver's answer is passed on (409)
-            code, r = post(url, "api/message", {"client": ca, "text": "/estop-reset"})
+            code, r = post(url, "api/message", {"token": ta, "text": "/estop-reset"})
             assert code == 409 and r["reason"] == "e-stop was not latched"
             # /estop typed by the holder names it as holding control
-            assert post(url, "api/message", {"client": ca, "text": "/estop"})[0] == 200
+            assert post(url, "api/message", {"token": ta, "text": "/estop"})[0] == 200
             assert server.requests[-1][1]["reason"] == (
                 f"operator e-stop from the panel (viewer {ca}, holds control)")
             # a page opened now starts from the latched state

@@ -217,8 +217,8 @@ def test_estop_from_a_viewer_without_the_lock_on_the_simulated_robot(browser, ar
         url = panel.url
         # another viewer holds the control lock; the browser's page is only a viewer
         holder = SSE(url)
-        ch = holder.client
-        assert post(url, "api/lock", {"client": ch})[0] == 200
+        ch = holder.token
+        assert post(url, "api/lock", {"token": ch})[0] == 200
         d = browser
         d.get(panel.url)
         cb = wait_for(lambda: d.find_element(By.TAG_NAME, "body").get_attribute("data-client"),
@@ -231,7 +231,7 @@ def test_estop_from_a_viewer_without_the_lock_on_the_simulated_robot(browser, ar
         assert not d.find_element(By.ID, "estop-banner").is_displayed()
         # the holder starts a task; the page sees its skill running
         task = "put the red cup on the tray and the yellow paper in the bin"
-        assert post(url, "api/message", {"client": ch, "text": task})[0] == 200
+        assert post(url, "api/message", {"token": ch, "text": task})[0] == 200
         wait_for(lambda: d.find_elements(By.CSS_SELECTOR, "#actions li[data-tool]"), 20,
                  "a running skill")
         wait_for(lambda: system.executor.running, 5, "the executor's skill")
@@ -265,7 +265,7 @@ def test_estop_from_a_viewer_without_the_lock_on_the_simulated_robot(browser, ar
         # a new task while latched: its skill is refused
         assert post(url, "api/cancel", {})[0] == 200
         wait_for(lambda: system.planner.status == "cancelled", 10, "the cancel")
-        assert post(url, "api/message", {"client": ch, "text": "put the red cup on the tray"}
+        assert post(url, "api/message", {"token": ch, "text": "put the red cup on the tray"}
                     )[0] == 200
         wait_for(lambda: any("e-stop is latched" in e.text for e in d.find_elements(
             By.CSS_SELECTOR, '#events li[data-kind="tool_refused"]')), 15,

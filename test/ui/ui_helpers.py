@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from solarian_agent.testing.harness import Harness
+from solarian_agent.ui.link import BusLink
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
@@ -71,7 +72,8 @@ def copy_to_docs(src: Path, name: str) -> None:
 class SSE:
     """A minimal server-sent-events reader over http.client, in a thread (test helper)."""
 
-    def __init__(self, url: str, timeout_s: float = 10.0) -> None:
+    def __init__(self, url: str, timeout_s: float = 10.0,
+                 headers: dict[str, str] | None = None) -> None:
         import http.client
         import json
         import urllib.parse
@@ -79,7 +81,7 @@ class SSE:
         u = urllib.parse.urlsplit(url)
         self._json = json
         self.conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout_s)
-        self.conn.request("GET", "/events")
+        self.conn.request("GET", "/events", headers=headers or {})
         self.sock = self.conn.sock
         self.resp = self.conn.getresponse()
         assert self.resp.status == 200, self.resp.status
@@ -106,8 +108,15 @@ class SSE:
 
     @property
     def client(self) -> str:
+        """This stream's public client id (from its hello)."""
         hello = wait_for(lambda: self.of("hello"), 5, "hello")
         return str(hello[0]["client"])
+
+    @property
+    def token(self) -> str:
+        """This stream's secret token (from its hello, sent to it alone)."""
+        hello = wait_for(lambda: self.of("hello"), 5, "hello")
+        return str(hello[0]["token"])
 
     def close(self) -> None:
         import socket
@@ -126,19 +135,38 @@ class SSE:
             pass
 
 
-def post(url: str, path: str, payload: Any, content_type: str = "application/json"
-         ) -> tuple[int, dict[str, Any]]:
+def post(url: str, path: str, payload: Any, content_type: str = "application/json",
+         headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
     import json
     import urllib.error
     import urllib.request
 
     data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    req = urllib.request.Request(url + path, data=data, headers={"content-type": content_type})
+    req = urllib.request.Request(url + path, data=data,
+                                 headers={"content-type": content_type, **(headers or {})})
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read() or b"{}")
+
+
+def raw_request(url: str, method: str, path: str, body: bytes = b"",
+                headers: dict[str, str] | None = None) -> tuple[int, bytes, dict[str, str]]:
+    """One request exactly as given (curl-style: any Host, Origin, content type), over
+    http.client; returns status, body and the response headers (lower-case names)."""
+    import http.client
+    import urllib.parse
+
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    try:
+        conn.request(method, path, body=body if body or method != "GET" else None,
+                     headers=headers or {})
+        r = conn.getresponse()
+        return r.status, r.read(), {k.lower(): v for k, v in r.getheaders()}
+    finally:
+        conn.close()
 
 
 def get(url: str, path: str) -> tuple[int, bytes, str]:
@@ -163,6 +191,57 @@ def _png_square(h: int, w: int, box: tuple[int, int, int, int]) -> str:
     ok, buf = cv2.imencode(".png", m)
     assert ok
     return base64.b64encode(buf.tobytes()).decode()
+
+
+class TriggerServer:
+    """An e-stop on a bare Bus, as the arm driver serves it: latched, announced as operator
+    events; every request recorded."""
+
+    def __init__(self, bus: Any) -> None:
+        from solarian_agent.core import names
+        from solarian_agent.core.messages import OperatorEvent
+
+        self.requests: list[tuple[str, Any]] = []
+        self.latched = False
+        pub = bus.publisher(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT)
+
+        def estop(req: Any) -> dict[str, Any]:
+            self.requests.append(("estop", req))
+            newly, self.latched = not self.latched, True
+            if newly:
+                pub.publish(OperatorEvent("estop", {"reason": req.get("reason", "")}, 1.0))
+            return {"success": True, "message": f"e-stop latched: {req.get('reason', '')}"}
+
+        def reset(req: Any) -> dict[str, Any]:
+            self.requests.append(("estop_reset", req))
+            was, self.latched = self.latched, False
+            if was:
+                pub.publish(OperatorEvent("estop_reset", {}, 2.0))
+            return {"success": was, "message": "e-stop released" if was
+                    else "e-stop was not latched"}
+
+        self.serve = lambda: (bus.create_service(names.ESTOP, names.T_TRIGGER, estop),
+                              bus.create_service(names.ESTOP_RESET, names.T_TRIGGER, reset))
+
+
+class RecordingLink(BusLink):
+    """The real BusLink whose agent commands are recorded instead of sent."""
+
+    def __init__(self, bus: Any) -> None:
+        super().__init__(bus, [])
+        self.sent: list[tuple[str, str]] = []
+
+    def message(self, text: str) -> dict[str, Any]:
+        self.sent.append(("message", text))
+        return {"ok": True, "reason": ""}
+
+    def cancel(self, by: str = "operator") -> dict[str, Any]:
+        self.sent.append(("cancel", by))
+        return {"ok": True, "reason": ""}
+
+    def reset(self, by: str = "operator") -> dict[str, Any]:
+        self.sent.append(("reset", by))
+        return {"ok": True, "reason": ""}
 
 
 def make_demo_episode(root: Path, *, bag_where: str = "robot") -> Path:

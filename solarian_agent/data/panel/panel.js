@@ -1,11 +1,13 @@
 // Operator panel: everything arrives pushed over one EventSource (/events); commands are JSON
-// POSTs.  Camera frames are announced by the server and fetched once per announcement, one
-// request in flight per camera, so a slow page never piles requests up.
+// POSTs carrying this page's token.  The token (the page's credential for the control lock)
+// arrives once, in this page's own hello, and lives only in this page's memory.  Camera
+// frames are announced by the server and fetched once per announcement, one request in
+// flight per camera, so a slow page never piles requests up.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const S = { client: null, holder: null, state: null, operator: null, want: {}, shown: {},
-            loading: {}, events: 0,
+const S = { client: null, token: null, holder: null, state: null, operator: null, want: {},
+            shown: {}, loading: {}, events: 0,
             estop: { available: true, latched: false, reason: "", t: null } };
 const MAX_EVENTS = 300;
 
@@ -32,7 +34,7 @@ function notice(text) { $("notice").textContent = text || ""; }
 async function post(path, payload, quiet) {
   try {
     const r = await fetch(path, { method: "POST", headers: { "content-type": "application/json" },
-                                  body: JSON.stringify(Object.assign({ client: S.client }, payload || {})) });
+                                  body: JSON.stringify(Object.assign({ token: S.token }, payload || {})) });
     const data = await r.json().catch(() => ({ ok: r.ok, reason: r.statusText }));
     if (!data.ok) { if (!quiet) notice(data.reason || ("failed: " + r.status)); }
     else notice("");
@@ -193,6 +195,7 @@ function handle(m) {
   switch (m.type) {
     case "hello":
       S.client = m.client;
+      S.token = m.token;
       document.body.dataset.client = m.client;
       break;
     case "state":
@@ -256,7 +259,9 @@ function handle(m) {
 function connect() {
   const es = new EventSource("/events");
   es.onopen = () => { $("conn").dataset.ok = "true"; };
-  es.onerror = () => { $("conn").dataset.ok = "false"; S.client = null; renderLock(); };
+  es.onerror = () => {
+    $("conn").dataset.ok = "false"; S.client = null; S.token = null; renderLock();
+  };
   es.onmessage = (e) => {
     try { handle(JSON.parse(e.data)); } catch (err) { console.error("panel message", err); }
   };

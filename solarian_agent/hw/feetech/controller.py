@@ -17,6 +17,13 @@ Each ``step()``:
    arm really is, and writes one SYNC_WRITE of goal positions;
 6. returns an ``ArmReading`` with readings and diagnostics.
 
+Torque comes on (at start-up, after ``enable_torque()``, on an e-stop reset after
+``torque_off``) holding where the arm is, never by a jump: a joint found outside its
+calibrated window (moved by hand, sagging with torque off) by more than one step at the step
+and speed limits (``min(max_step, max_velocity / rate_hz)``) keeps the whole arm's torque off,
+and every reading says which joint, where and why, until it is moved back by hand; a joint
+within one step of its window is held at the window's edge, at most one step away.
+
 ``step()`` never raises: every error becomes a fault in the reading and the arm goes safe.
 The controller works against the small ``ArmPort`` protocol, so the simulator can stand in
 for ``FeetechArm``.
@@ -38,6 +45,7 @@ from solarian_agent.arm.safety import (
     EStopLatchedError,
     UnsafeCommandError,
     WorkspaceGuard,
+    clamp_position,
     clamp_target,
     validate_target,
 )
@@ -202,6 +210,8 @@ class ArmController:
         self.steps = 0
         self.overruns = 0
         self._started = False
+        self._torque_pending = False  # torque should come on once the arm allows it
+        self._torque_refused = ""  # why it did not, as last reported
 
     # ------------------------------------------------------------------ commands (any thread)
 
@@ -324,9 +334,7 @@ class ArmController:
         if not self._started:
             self._started = True
             self._hold = dict(state.positions)
-            if cfg.enable_torque_on_start and not self.latch.tripped:
-                self._write(dict(state.positions), faults)  # goal = here, then torque on
-                self._try_torque(True, faults)
+            self._torque_pending = cfg.enable_torque_on_start
 
         if self.latch.tripped:
             with self._lock:
@@ -350,9 +358,9 @@ class ArmController:
                 self._resume = False
                 self._hold = dict(state.positions)
                 self._goal = dict(state.positions)
-            if not self.arm.torque_enabled:
-                self._write(dict(state.positions), faults)
-                self._try_torque(True, faults)
+            self._torque_pending = True
+        if self._torque_pending and (self.arm.torque_enabled or self._torque_on(state, faults)):
+            self._torque_pending = False
 
         if not self.arm.torque_enabled:
             # joints are free: follow them so that torque-on never jumps to an old goal
@@ -416,6 +424,45 @@ class ArmController:
             self._goal = dict(goal)
         return goal
 
+    def step_limit(self, joint: str) -> float:
+        """The most ``joint`` may move in one write: the step and speed limits."""
+        lim = self.limits.joint(joint)
+        return min(self.limits.max_step, lim.max_velocity * self.config.period_s)
+
+    def outside_window(self, positions: Mapping[str, float]) -> list[str]:
+        """Each joint further outside its calibrated window than one step, described."""
+        out = []
+        for name, p in positions.items():
+            lim = self.limits.joint(name)
+            over = max(lim.lower - p, p - lim.upper, 0.0)
+            if over > self.step_limit(name) + 1e-9:
+                side = "above" if p > lim.upper else "below"
+                out.append(f"{name} at {p:.3f} is {over:.3f} {side} its calibrated window "
+                           f"{lim.lower:.3f}..{lim.upper:.3f} (more than one "
+                           f"{self.step_limit(name):.3f} step)")
+        return out
+
+    def _torque_on(self, state: ArmState, faults: list[str]) -> bool:
+        """Torque on, holding where the arm is (clipped into the windows: at most one step
+        away); refused, and said why, while a joint lies further outside its window."""
+        far = self.outside_window(state.positions)
+        if far:
+            why = ("torque stays off: " + "; ".join(far)
+                   + ": move it back inside its window by hand")
+            faults.append(why)
+            if why != self._torque_refused:
+                self._torque_refused = why
+                self._event("torque_refused", {"reason": why})
+            return False
+        self._torque_refused = ""
+        goal = clamp_position(self.limits, state.positions)
+        if not self._write(goal, faults):
+            return False
+        self._try_torque(True, faults)
+        with self._lock:
+            self._hold = dict(goal)
+        return self.arm.torque_enabled
+
     def _try_torque(self, enabled: bool, faults: list[str]) -> None:
         try:
             self.arm.set_torque(enabled)
@@ -434,6 +481,8 @@ class ArmController:
         """Release the joints now (the arm sags; use for hand-guiding and calibration)."""
         with self._lock:
             self._target = None
+            self._resume = False
+        self._torque_pending = False
         self.arm.set_torque(False)
 
     def run(self, stop: threading.Event, max_steps: int | None = None) -> None:

@@ -20,6 +20,9 @@ Every event is written as one line with a single ``write`` and flushed, so a pro
 mid-run leaves ``events.jsonl`` parseable up to the last event.  Turn files and images are written
 to a temporary name and renamed, so they are either whole or absent.
 
+Text never makes a write fail: a lone surrogate (a model's ``"\ud83d"``) is written as
+U+FFFD.
+
 Secrets never reach a log: :func:`scrub` replaces any registered secret (the API keys a run's
 providers read) wherever it appears, as a last line of defence behind the providers' own care.
 """
@@ -38,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from .clock import Clock, FakeClock, SystemClock
+from .text import clean
 
 _SECRETS: set[str] = set()
 _SECRETS_LOCK = threading.Lock()
@@ -74,7 +78,7 @@ def _json_default(o: Any) -> Any:
 
 
 def dumps(obj: Any) -> str:
-    return scrub(json.dumps(obj, default=_json_default, ensure_ascii=False))
+    return clean(scrub(json.dumps(obj, default=_json_default, ensure_ascii=False)))
 
 
 def slug(text: str, n: int = 24) -> str:

@@ -27,10 +27,21 @@ class ServiceTimeoutError(TransportError):
     """A service or action call did not answer within its timeout."""
 
 
+MAX_REASON_CHARS = 1000
+
+
 class ToolCallRejected(CoreError):
-    """A planner tool call the harness refuses; ``reason`` goes back to the model at once."""
+    """A planner tool call the harness refuses; ``reason`` goes back to the model at once.
+
+    A reason is bounded (``MAX_REASON_CHARS``): the values it names are quoted as a short
+    prefix and their length where it is made (``core.text.quote_prefix``); a reason still
+    longer is cut here, as the last line of defence, so nothing unbounded is echoed into the
+    conversation."""
 
     def __init__(self, reason: str) -> None:
+        if len(reason) > MAX_REASON_CHARS:
+            reason = (reason[:MAX_REASON_CHARS - 80]
+                      + f"… [refusal cut: {len(reason)} characters in all]")
         self.reason = reason
         super().__init__(reason)
 

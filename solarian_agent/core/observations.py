@@ -16,6 +16,7 @@ from . import images as im
 from .clock import Clock
 from .errors import StaleObservationError, ToolCallRejected
 from .messages import Image, JointState
+from .text import quote_prefix
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,8 @@ class ObservationStore:
         """Sent-image pixels → capture pixels, with the seed's refusals."""
         obs = self.get(obs_id)
         if obs is None:
-            raise ToolCallRejected(f"{param}: unknown observation_id {obs_id!r}; use the id "
+            raise ToolCallRejected(f"{param}: unknown observation_id {quote_prefix(obs_id)}; "
+                                   "use the id "
                                    "printed with the image you read the point from")
         if camera is not None and obs.camera != camera:
             raise ToolCallRejected(f"{param}: this tool points in the {camera} image, but "
@@ -134,7 +136,7 @@ class ObservationStore:
         if (not isinstance(point, (list, tuple)) or len(point) != 2
                 or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                            for v in point)):
-            raise ToolCallRejected(f"{param} must be [x, y] pixels, got {point!r}")
+            raise ToolCallRejected(f"{param} must be [x, y] pixels, got {quote_prefix(point)}")
         x, y = float(point[0]), float(point[1])
         if not (0 <= x < obs.width and 0 <= y < obs.height):
             raise ToolCallRejected(f"{param} [{x:g}, {y:g}] is outside {obs_id} "

@@ -20,7 +20,8 @@ from .executor import new_action_id
 from .messages import Image, SkillGoal
 from .planner_tools import PLANNER_TOOLS, ActionInfo, PendingStart, Turn, tool_msg
 from .routing import TASK_TOOLS
-from .tool_schema import schema_error, validate_params
+from .text import quote_prefix
+from .tool_schema import schema_error, validate_params, validate_step_args
 from .transport import GoalStatus
 from .views import PreparedViews, ViewManager
 
@@ -65,14 +66,13 @@ class ToolCalls:
             for i, st in enumerate(args["steps"], start=1):
                 tool = st.get("tool")
                 if tool is not None and tool not in self.p.specs:
-                    raise ToolCallRejected(f"steps[{i}].tool: unknown tool {tool!r}; tools: "
+                    raise ToolCallRejected(f"steps[{i}].tool: unknown tool "
+                                           f"{quote_prefix(tool)}; tools: "
                                            f"{', '.join(sorted(self.p.specs))}")
                 if tool is not None and st.get("args") is not None:
-                    spec = self.p.specs[tool]
-                    if not spec.image_points:
-                        e = validate_params(spec, st["args"])
-                        if e:
-                            raise ToolCallRejected(f"steps[{i}]: {e}")
+                    e = validate_step_args(self.p.specs[tool], st["args"])
+                    if e:
+                        raise ToolCallRejected(f"steps[{i}]: {e}")
             self.p.plan.replace(args["steps"])
             self.p.log_event("plan_changed", plan=self.p.plan.as_list())
             turn.results[call.id] = tool_msg(call, "plan updated:\n" + self.p.plan.render())
@@ -90,7 +90,7 @@ class ToolCalls:
             aid = args["action_id"]
             info = self.p.actions.get(aid)
             if info is None:
-                raise ToolCallRejected(f"action {aid} is not running (running: "
+                raise ToolCallRejected(f"action {quote_prefix(aid)} is not running (running: "
                                        f"{', '.join(self.p.actions) or 'none'})")
             info.handle.cancel()
             self.p.attention.record_effect()
@@ -106,6 +106,15 @@ class ToolCalls:
             turn.results[call.id] = tool_msg(call, "asked; the run waits for the answer")
             turn.ended = True
         elif name == "finish_task":
+            running = [f"{a.action_id} ({a.tool})" for a in self.p.actions.values()]
+            if args["success"] and running:
+                # a success while something still moves is not one: the planner waits for
+                # the end (or stops it) and reports what it then sees
+                raise ToolCallRejected(
+                    f"finish_task(success=true) while {', '.join(running)} "
+                    f"{'is' if len(running) == 1 else 'are'} still running: wait for "
+                    "its end (you are woken then) or stop_action it, then check a fresh "
+                    "image before finishing")
             self.p.attention.record_effect()
             turn.results[call.id] = tool_msg(call, "run ended")
             turn.ended = True
@@ -128,7 +137,7 @@ class ToolCalls:
         elif name in self.p.specs:
             self.call_skill(turn, call)
         else:
-            raise ToolCallRejected(f"unknown tool {name!r}; tools: "
+            raise ToolCallRejected(f"unknown tool {quote_prefix(name)}; tools: "
                                    f"{', '.join(sorted(t.name for t in self.p.tool_defs()))}")
 
     def answer_views(self, turn: Turn, call: ToolCall, prepared: PreparedViews) -> None:

@@ -29,6 +29,7 @@ from .routing import (
     placeholder_running,
     replace_progress,
 )
+from .text import clean_reply
 from .transport import GoalStatus
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ class EventRouting:
             return
         model, req = self.p.router.model, self.p.router.request(ev, ctx)
         timeout = self.p.router.timeout_s
-        fut = self.p.caller.submit(lambda: model.complete(req, timeout_s=timeout))
+        fut = self.p.caller.submit(lambda: clean_reply(model.complete(req, timeout_s=timeout)))
         self.side.append(SideCall("router", ev, fut, self.p.clock.now(), time.monotonic()))
 
     def apply_route(self, ev: Event, d: RouteDecision) -> None:
@@ -339,7 +340,8 @@ class EventRouting:
                            min(512, self.p.config.planner.max_tokens), purpose="planner")
         provider, timeout = self.p.provider, self.p.config.planner.timeout_s
         self.p.log_event("parallel_question", question=ev.content)
-        fut = self.p.caller.submit(lambda: provider.complete(req, timeout_s=timeout))
+        fut = self.p.caller.submit(
+            lambda: clean_reply(provider.complete(req, timeout_s=timeout)))
         self.side.append(SideCall("parallel", ev, fut, now, time.monotonic(), entry))
         self.p.publish_state()
 

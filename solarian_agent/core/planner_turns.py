@@ -7,7 +7,9 @@ after the run's generation changed is discarded unexecuted.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import json
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +20,7 @@ from ..models.base import (
     ModelReply,
     ModelRequest,
     TextPart,
+    ToolCall,
 )
 from .attention import AttentionEpisode
 from .episode_log import EpisodeLog
@@ -31,6 +34,7 @@ from .planner_tools import (
     tool_msg,
 )
 from .routing import render_news
+from .text import clean_reply, quote_prefix
 from .views import PreparedViews
 
 if TYPE_CHECKING:
@@ -185,7 +189,8 @@ class TurnCycle:
         timeout = self.p.config.planner.timeout_s
         provider = self.p.provider
         self.p.turn = turn
-        turn.future = self.p.caller.submit(lambda: provider.complete(request, timeout_s=timeout))
+        turn.future = self.p.caller.submit(
+            lambda: clean_reply(provider.complete(request, timeout_s=timeout)))
 
     def poll_turn(self) -> None:
         turn = self.p.turn
@@ -253,8 +258,10 @@ class TurnCycle:
 
     def handle_reply(self, turn: Turn, reply: ModelReply) -> None:
         self.p.plan_hold = False  # the planner has answered since the user's stop
-        self.p.messages.append(Message("assistant", (TextPart(reply.text),) if reply.text else (),
-                                       reply.tool_calls))
+        reply, oversized = bounded_reply(reply)
+        kept = Message("assistant", (TextPart(reply.text),) if reply.text else (),
+                       reply.tool_calls)
+        self.p.messages.append(kept)
         if reply.text:
             self.p.conversation.append({"role": "agent", "text": reply.text})
         if not reply.tool_calls:
@@ -274,17 +281,66 @@ class TurnCycle:
             self.p.turn = None
             return
         self.text_only_replies = 0
+        refused: set[str] = set()
         for call in reply.tool_calls:
             turn.call_order.append(call.id)
             if turn.ended:
                 turn.results[call.id] = tool_msg(call, "not executed: an earlier call in this "
                                                  "reply ended the turn", error=True)
                 continue
+            if call.id in oversized:
+                turn.results[call.id] = tool_msg(call, f"refused: {oversized[call.id]}",
+                                                 error=True)
+                self.p.log_event("tool_refused", tool=call.name, reason=oversized[call.id])
+                continue
             try:
                 self.p.calls.do_call(turn, call)
             except ToolCallRejected as e:
                 turn.results[call.id] = tool_msg(call, f"refused: {e.reason}", error=True)
                 self.p.log_event("tool_refused", tool=call.name, reason=e.reason)
+                refused.add(call.id)
+        # a refused call's long arguments are not resent every turn: its refusal quotes them
+        slim = tuple(dataclasses.replace(c, arguments={}) if c.id in refused
+                     and len(json.dumps(c.arguments, default=str)) > REFUSED_ARGUMENT_CHARS
+                     else c for c in kept.tool_calls)
+        if slim != kept.tool_calls:
+            for i in range(len(self.p.messages) - 1, -1, -1):
+                if self.p.messages[i] is kept:
+                    self.p.messages[i] = dataclasses.replace(kept, tool_calls=slim)
+                    break
+
+
+MAX_REPLY_CHARS = 20_000  # a reply's text kept in the conversation
+MAX_ARGUMENT_CHARS = 20_000  # a call's arguments (as JSON) kept and executed
+REFUSED_ARGUMENT_CHARS = 1000  # a refused call's arguments kept in the conversation
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def bounded_reply(reply: ModelReply) -> tuple[ModelReply, dict[str, str]]:
+    """The reply as it is kept in the conversation (and resent every turn): its text capped,
+    a call's arguments longer than ``MAX_ARGUMENT_CHARS`` dropped (the call is refused with
+    the returned reason), a tool name that is not one a provider accepts replaced (the
+    refusal quotes the original).  Returns the reply and {call id: refusal}."""
+    text = reply.text
+    if len(text) > MAX_REPLY_CHARS:
+        text = text[:MAX_REPLY_CHARS] + f"… [reply cut: {len(reply.text)} characters in all]"
+    oversized: dict[str, str] = {}
+    calls = []
+    for i, c in enumerate(reply.tool_calls):
+        cid = c.id if _TOOL_NAME.fullmatch(c.id) else f"call_{i}"
+        name = c.name if _TOOL_NAME.fullmatch(c.name) else "invalid_tool_name"
+        args = c.arguments
+        size = len(json.dumps(args, default=str))
+        if size > MAX_ARGUMENT_CHARS:
+            oversized[cid] = (f"the arguments of {quote_prefix(c.name, 64)} are {size} "
+                              f"characters of JSON, more than {MAX_ARGUMENT_CHARS}; they were "
+                              "not kept")
+            args = {}
+        elif name != c.name:
+            oversized[cid] = (f"unknown tool {quote_prefix(c.name)}: tool names are 1-64 "
+                              "letters, digits, _ or -")
+        calls.append(ToolCall(cid, name, args, c.parse_error))
+    return dataclasses.replace(reply, text=text, tool_calls=tuple(calls)), oversized
 
 
 def request_json(req: ModelRequest, log: EpisodeLog, start: int = 0) -> dict[str, Any]:

@@ -1,17 +1,25 @@
 """A skill's parameters as the model sees them, and their validation (JSON Schema, the
 validators cached per schema): the executor checks every goal with it, the planner every call
-before it sends one."""
+before it sends one, and every plan step's args.
+
+A reason names the argument that is wrong and quotes the value as a short prefix and its
+length (never a megabyte echoed back); NaN and infinities, which JSON Schema's ``number``
+lets through, are refused by name first."""
 
 from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
 import jsonschema
 
 from .skill import ToolSpec
+from .text import one_line, quote_prefix
+
+MAX_MESSAGE_CHARS = 300
 
 
 def tool_schema(spec: ToolSpec) -> dict[str, Any]:
@@ -47,17 +55,56 @@ def _validator(schema_json: str) -> Any:
     return cls(schema)
 
 
+def _path(parts: Any) -> str:
+    return "/".join(one_line(p, 60, quotes=False) for p in parts) or "(arguments)"
+
+
+def non_finite(value: Any, path: tuple[Any, ...] = (), depth: int = 0
+               ) -> tuple[tuple[Any, ...], float] | None:
+    """The path and value of the first NaN or infinity inside ``value``, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, value
+    if depth > 30:
+        return None
+    items: Any = (value.items() if isinstance(value, Mapping)
+                  else enumerate(value) if isinstance(value, (list, tuple)) else ())
+    for k, v in items:
+        found = non_finite(v, (*path, k), depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _message(err: Any) -> str:
+    """jsonschema's message, or (when it would echo a long value) one that quotes it."""
+    msg = str(err.message)
+    if len(msg) <= MAX_MESSAGE_CHARS:
+        return one_line(msg, MAX_MESSAGE_CHARS, quotes=False)
+    inst = err.instance
+    if err.validator == "additionalProperties" and isinstance(inst, Mapping):
+        known = set((err.schema or {}).get("properties", {}))
+        extra = [k for k in inst if k not in known]
+        more = f" and {len(extra) - 3} more" if len(extra) > 3 else ""
+        return ("additional properties are not allowed: "
+                + ", ".join(quote_prefix(k, 40) for k in extra[:3]) + more)
+    rule = one_line(json.dumps(err.validator_value, default=str), 100, quotes=False)
+    return f"{quote_prefix(inst)} does not satisfy {err.validator} {rule}"
+
+
 def schema_error(schema: Mapping[str, Any], args: Mapping[str, Any], name: str) -> str:
     """'' if ``args`` satisfy ``schema``, else a reason naming the tool and the bad field."""
     try:
         validator = _validator(json.dumps(schema, sort_keys=True))
     except jsonschema.SchemaError as e:  # a skill bug, reported, not raised
         return f"tool {name} has an invalid parameter schema: {e.message}"
+    bad = non_finite(dict(args))
+    if bad is not None:
+        return (f"invalid arguments for {name} at {_path(bad[0])}: {bad[1]!r} is not a "
+                "finite number")
     err = jsonschema.exceptions.best_match(validator.iter_errors(dict(args)))
     if err is None:
         return ""
-    where = "/".join(str(p) for p in err.absolute_path) or "(arguments)"
-    return f"invalid arguments for {name} at {where}: {err.message}"
+    return f"invalid arguments for {name} at {_path(err.absolute_path)}: {_message(err)}"
 
 
 def validate_params(spec: ToolSpec, params: Mapping[str, Any], *, model_facing: bool = False
@@ -67,4 +114,17 @@ def validate_params(spec: ToolSpec, params: Mapping[str, Any], *, model_facing: 
                         spec.name)
 
 
-__all__ = ["schema_error", "tool_schema", "validate_params"]
+def validate_step_args(spec: ToolSpec, args: Mapping[str, Any]) -> str:
+    """A plan step's ``args`` for ``spec``: '' or a reason.  A tool that takes image points
+    is pointed when the step runs (the planner reads a fresh image), so its points and
+    ``observation_id`` may be left out here; whatever is given is checked."""
+    schema = tool_schema(spec)
+    if spec.image_points:
+        later = {*spec.image_points, "observation_id"}
+        schema = {**schema, "required": [r for r in schema.get("required", [])
+                                         if r not in later]}
+    return schema_error(schema, args, spec.name)
+
+
+__all__ = ["non_finite", "schema_error", "tool_schema", "validate_params",
+           "validate_step_args"]

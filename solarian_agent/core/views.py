@@ -39,6 +39,7 @@ from .clock import Clock
 from .errors import ToolCallRejected
 from .messages import Image
 from .observations import Observation, ObservationStore, Overlay
+from .text import quote_prefix
 from .vision import FrameForVision, VisionBackend
 
 Part = TextPart | ImagePart
@@ -167,32 +168,33 @@ class ViewManager:
             self._only(args, {"name"}, name)
             pin = str(args.get("name", "")).strip()
             if pin not in self.pins:
-                raise ToolCallRejected(f"no view is pinned as {pin!r}; pinned: "
+                raise ToolCallRejected(f"no view is pinned as {quote_prefix(pin)}; pinned: "
                                        f"{', '.join(self.pins) or 'none'}")
             del self.pins[pin]
             return PreparedViews(self, [], f"unpinned {pin!r}")
-        raise ToolCallRejected(f"unknown view tool {name!r}; view tools: "
+        raise ToolCallRejected(f"unknown view tool {quote_prefix(name)}; view tools: "
                                f"{', '.join(self.TOOL_NAMES)}")
 
     def _only(self, args: Mapping[str, Any], allowed: set[str], name: str) -> None:
         extra = sorted(set(args) - allowed)
         if extra:
             raise ToolCallRejected(f"{name} takes {', '.join(sorted(allowed)) or 'nothing'}; "
-                                   f"got {', '.join(extra)}")
+                                   f"got {', '.join(quote_prefix(x) for x in extra[:5])}")
 
     def _check_cameras(self, cams: Any) -> None:
         if not isinstance(cams, list) or not all(isinstance(c, str) for c in cams):
             raise ToolCallRejected("cameras must be a list of camera names")
         unknown = [c for c in cams if c not in self.cameras]
         if unknown:
-            raise ToolCallRejected(f"unknown cameras {unknown}; cameras: "
+            raise ToolCallRejected(f"unknown cameras "
+                                   f"{', '.join(quote_prefix(c) for c in unknown[:5])}; cameras: "
                                    f"{', '.join(self.cameras)}")
 
     def _look(self, args: Mapping[str, Any]) -> PreparedViews:
         self._only(args, {"camera", "region", "keep", "pin"}, "look")
         cam = args.get("camera")
         if cam is not None and (not isinstance(cam, str) or cam not in self.cameras):
-            raise ToolCallRejected(f"camera: unknown {cam!r}; cameras: "
+            raise ToolCallRejected(f"camera: unknown {quote_prefix(cam)}; cameras: "
                                    f"{', '.join(self.cameras)}")
         region = args.get("region")
         box: tuple[float, float, float, float] | None = None

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..core.config import MonitorConfig
 from ..core.errors import ConfigError
+from ..core.text import clean_reply
 from ..core.vision import (
     QUESTION_TYPES,
     Description,
@@ -229,8 +230,8 @@ class ModelVisionBackend:
         if not request.questions:
             return TickReply({})
         t0 = time.monotonic()
-        reply: ModelReply = self.provider.complete(self.build_tick_request(request),
-                                                   timeout_s=timeout_s)
+        reply: ModelReply = clean_reply(self.provider.complete(self.build_tick_request(request),
+                                                               timeout_s=timeout_s))
         latency = reply.latency_s or (time.monotonic() - t0)
         obj = extract_json(reply.text)
         answers, problems = parse_answers(obj, request.questions)
@@ -245,7 +246,7 @@ class ModelVisionBackend:
                                                           frame.camera)))
         req = ModelRequest(VISION_SYSTEM, (msg,), (), self.describe_max_tokens,
                            purpose="vision")
-        reply = self.provider.complete(req, timeout_s=timeout_s)
+        reply = clean_reply(self.provider.complete(req, timeout_s=timeout_s))
         out = reply.text.strip()
         if not out:
             raise ModelError("empty", "the vision model returned no description",

@@ -46,6 +46,7 @@ from ..core.messages import (
     SkillGoal,
     SkillResult,
 )
+from ..core.text import clean
 
 PKG = "solarian_agent"
 T_STRING = "std_msgs/msg/String"
@@ -107,12 +108,22 @@ class Codec:
         return c
 
     def new(self, typename: str, **fields: Any) -> Any:
+        """A message of ``typename``; its strings cleaned of lone surrogates (a model's text
+        must never make a publish fail to encode)."""
         c = self.cls(typename)
-        kw = {k: self._coerce(c, k, v) for k, v in fields.items()}
+        kw = {k: self._coerce(c, k, _clean_strings(v)) for k, v in fields.items()}
         if self._defaults is not None:
             for k, v in self._defaults(typename).items():
                 kw.setdefault(k, v)
         return c(**kw)
+
+
+def _clean_strings(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], str):
+        return [clean(v) if isinstance(v, str) else v for v in value]
+    return value
 
 
 def rosbags_codec(store: Any = None) -> Codec:

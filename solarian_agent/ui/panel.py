@@ -60,6 +60,7 @@ import numpy as np
 from ..core import names
 from ..core.clock import Clock
 from ..core.messages import AgentEvent, AgentState, Image, MonitorVerdict, OperatorEvent
+from ..core.text import clean
 from .link import AgentLink, BusLike, BusLink, Reply, describe_event, estop_unavailable
 from .panel_door import DoorPolicy, PanelDoor, new_secret, same_secret
 
@@ -85,7 +86,9 @@ def _jsonable(o: Any) -> Any:
 
 
 def dumps(obj: Any) -> str:
-    return json.dumps(obj, default=_jsonable, ensure_ascii=False, allow_nan=False)
+    """JSON for the page; a lone surrogate (a model's ``"\ud83d"``) becomes U+FFFD, so a
+    stream never fails to encode."""
+    return clean(json.dumps(obj, default=_jsonable, ensure_ascii=False, allow_nan=False))
 
 
 def _finite(x: Any) -> Any:
@@ -95,11 +98,14 @@ def _finite(x: Any) -> Any:
 
 
 def _clean(obj: Any, depth: int = 0) -> Any:
-    """Make a message JSON-safe (NaN -> None, numpy -> python, tuples -> lists)."""
+    """Make a message JSON-safe (NaN -> None, numpy -> python, tuples -> lists, lone
+    surrogates -> U+FFFD)."""
+    if isinstance(obj, str):
+        return clean(obj)
     if depth > 20:
-        return repr(obj)
+        return clean(repr(obj))
     if isinstance(obj, dict):
-        return {str(k): _clean(v, depth + 1) for k, v in obj.items()}
+        return {clean(str(k)): _clean(v, depth + 1) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_clean(v, depth + 1) for v in obj]
     if isinstance(obj, np.generic):

@@ -655,7 +655,9 @@ def test_router_model_routes_what_rules_do_not_and_decisions_are_logged(tmp_path
 
 
 def test_router_model_failure_falls_back_to_queue():
-    h = harness([reply("", ("wait", {"seconds": 1})),
+    # (the planner waits for the wait to end before finishing: finish_task(success=true)
+    # while an action runs is refused)
+    h = harness([reply("", ("wait", {"seconds": 1})), reply("hello, once the wait ends"),
                  reply("", ("finish_task", {"summary": "x", "success": True}))])
     h.planner.router = Router(model=ScriptedProvider([ModelError("server", "boom")]))
     h.say("wait a second")

@@ -43,7 +43,7 @@ def test_refused_call_is_answered_at_once_and_model_called_again():
     r1 = last_result(h.provider.calls[1].request)
     assert r1.startswith("refused") and "seconds" in r1 and "number" in r1
     r2 = last_result(h.provider.calls[2].request)
-    assert "unknown tool 'no_such_tool'" in r2 and "wait" in r2
+    assert 'unknown tool "no_such_tool"' in r2 and "wait" in r2
     # no clock time had to pass between the refusal and the retry
     assert h.planner.turns == 3
 

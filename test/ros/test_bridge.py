@@ -300,3 +300,47 @@ def test_a_slow_service_does_not_hold_the_nodes_other_callbacks(two_nodes):
         assert slow.get("ok") and slow.get("description") == "a red cup"
     finally:
         release.set()
+
+
+def test_text_with_lone_surrogates_crosses_the_graph(two_nodes):
+    """A model's lone surrogate (its JSON's "\\ud83d") in the agent's state and events never
+    makes a publish fail to encode: it arrives as U+FFFD, the rest of the text intact."""
+    from solarian_agent.core.messages import AgentEvent, AgentState
+    from solarian_agent.core.transport import LATCHED, QoS
+    from solarian_agent.ros.bridge import Bridge
+    from solarian_agent.ros.graph import Endpoint
+
+    planner_side, viewer_side = two_nodes
+    bus_a, bus_b = Bus(), Bus()
+    a, b = Bridge(planner_side, bus_a), Bridge(viewer_side, bus_b)
+    try:
+        a.log = _Log()
+        events_qos = QoS(depth=50)
+        a.add([Endpoint("publisher", names.AGENT_STATE, names.T_AGENT_STATE, LATCHED),
+               Endpoint("publisher", names.AGENT_EVENTS, names.T_AGENT_EVENT, events_qos)])
+        b.add([Endpoint("subscription", names.AGENT_STATE, names.T_AGENT_STATE, LATCHED),
+               Endpoint("subscription", names.AGENT_EVENTS, names.T_AGENT_EVENT, events_qos)])
+        got_state = bus_b.subscribe(names.AGENT_STATE, names.T_AGENT_STATE, qos=LATCHED)
+        events: list[AgentEvent] = []
+        bus_b.subscribe(names.AGENT_EVENTS, names.T_AGENT_EVENT, events.append)
+        lone = "\ud83d"
+        state = bus_a.publisher(names.AGENT_STATE, names.T_AGENT_STATE, LATCHED)
+        evp = bus_a.publisher(names.AGENT_EVENTS, names.T_AGENT_EVENT, events_qos)
+
+        def arrived() -> bool:
+            state.publish(AgentState(2, "running", "pick " + lone, (
+                {"step": 1, "description": "d" + lone, "status": "pending"},), (),
+                ({"role": "agent", "text": "on it " + lone},)))
+            evp.publish(AgentEvent("2026-01-01T00:00:00Z", "planner_turn",
+                                   {"text": lone, "tools": ["x" + lone]}))
+            return got_state.latest() is not None and bool(events)
+
+        assert wait_until(arrived, 20.0), a.log.lines
+        st = got_state.latest()
+        assert st.task == "pick \ufffd" and st.conversation[0]["text"] == "on it \ufffd"
+        assert st.plan[0]["description"] == "d\ufffd"
+        assert events[-1].data == {"text": "\ufffd", "tools": ["x\ufffd"]}
+        assert not [line for line in a.log.lines if "not publishing" in line], a.log.lines
+    finally:
+        a.close()
+        b.close()

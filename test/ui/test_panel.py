@@ -356,3 +356,27 @@ def test_estop_from_any_viewer_banner_state_and_reset_needs_the_lock():
                 if s is not None:
                     s.close()
     assert panel.hub.pump_errors == 0
+
+
+def test_a_lone_surrogate_never_breaks_a_page_stream():
+    """A model's lone surrogate in the state or an event reaches every page as U+FFFD; the
+    stream goes on."""
+    link = FakeLink()
+    with serve_panel(None, FakeClock(), "127.0.0.1", 0, link=link) as panel:
+        s = SSE(panel.url)
+        try:
+            s.client  # noqa: B018 - connected
+            link.emit("state", AgentState(3, "running", "pick \ud83d", (), (),
+                                          ({"role": "agent", "text": "on it \ud83d"},)))
+            link.emit("event", AgentEvent("2026-01-01T00:00:00Z", "run_ended",
+                                          {"status": "failed", "summary": "x\ud83d"}))
+            wait_for(lambda: s.of("event"), 5, "the event after the state")
+            st = [m for m in s.of("state") if m["state"]["status"] == "running"][-1]
+            assert st["state"]["task"] == "pick \ufffd"
+            assert st["state"]["conversation"][0]["text"] == "on it \ufffd"
+            assert "x\ufffd" in s.of("event")[-1]["event"]["text"]
+            assert not s.closed and panel.hub.pump_errors == 0
+            code, body, _ = get(panel.url, "api/state")
+            assert code == 200 and "pick \ufffd" in body.decode("utf-8")
+        finally:
+            s.close()

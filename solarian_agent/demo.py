@@ -19,6 +19,7 @@ from .core import names
 from .core.config import load_agent_config
 from .core.errors import ConfigError, CoreError
 from .core.messages import AgentEvent, Generation, SkillGoal
+from .core.text import for_terminal
 from .core.transport import LATCHED, QoS
 from .models.base import ModelConfigError
 from .sim.backend import DEFAULT_BACKEND, SIM_BACKENDS
@@ -68,8 +69,8 @@ class Printer:
             line = f"  target rejected: {d.get('reason')}"
         elif k == "run_ended":
             line = f"run ended: {d.get('status')} - {d.get('summary')} ({d.get('turns')} turns)"
-        if line:
-            print(line, file=self.out, flush=True)
+        if line:  # one event, one line: whatever a model or a skill said, escaped
+            print(for_terminal(line), file=self.out, flush=True)
 
 
 def final_check(system: Any, timeout_s: float = 5.0) -> dict[str, Any]:

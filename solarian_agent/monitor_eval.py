@@ -53,6 +53,7 @@ from .core.monitor import (
     draw_mark,
     parse_questions,
 )
+from .core.text import TerminalWriter
 from .perception import images as im
 from .perception.vision import (
     MonitorAnswer,
@@ -215,7 +216,7 @@ def main_label(argv: Sequence[str] | None = None, stdin: IO[str] | None = None,
     ap.add_argument("--show", action="store_true", help="also show it in an OpenCV window")
     a = ap.parse_args(list(argv) if argv is not None else None)
     inp = stdin or sys.stdin
-    out = stdout or sys.stdout
+    out = TerminalWriter(stdout or sys.stdout)  # tick and answer text escaped
     ts = load_ticks(a.ticks, a.skill)
     labels_path = a.labels or a.ticks / "labels.jsonl"
     targets_path = a.targets or a.ticks / "targets.jsonl"
@@ -351,7 +352,7 @@ def evaluate(ts: TickSet, backend: VisionBackend, labels: dict[tuple[str, str], 
              question: str | None = None, timeout_s: float = 60.0,
              out: IO[str] | None = None) -> dict[str, Any]:
     """Run the evaluation and print its report; returns the report as data."""
-    out = out or sys.stdout
+    out = TerminalWriter(out or sys.stdout)  # answers escaped
     specs = [s for s in ts.questions() if question in (None, s.name)]
     instructions = str(ts.config.get("instructions", ""))
     labelled = [t for t in ts.ticks
@@ -551,7 +552,7 @@ def main_eval(argv: Sequence[str] | None = None, stdout: IO[str] | None = None,
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--json", type=Path, default=None, help="also write the report here")
     a = ap.parse_args(list(argv) if argv is not None else None)
-    out = stdout or sys.stdout
+    out = TerminalWriter(stdout or sys.stdout)  # tick and answer text escaped
     if a.repeats < 1:
         print("--repeats must be at least 1", file=out)
         return 2

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import TypeVar
+from typing import IO, TypeVar
 
 from ..models.base import ModelReply, ToolCall
 
@@ -85,6 +85,30 @@ def for_terminal(text: object, *, newlines: bool = False) -> str:
     return _escape(s, _TERMINAL)
 
 
+def indented(text: object, indent: str = "  ") -> str:
+    """``text`` for a terminal (:func:`for_terminal`), its continuation lines indented: a
+    message of several lines can never print a line that looks like the program's own."""
+    return for_terminal(text, newlines=True).replace("\n", "\n" + indent)
+
+
+class TerminalWriter:
+    """A text stream for a terminal that escapes control characters in everything written
+    (line breaks kept): what ``print`` sends through it cannot move the cursor, clear the
+    screen or retitle the window."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+
+    def write(self, text: str) -> int:
+        return self.out.write(for_terminal(text, newlines=True))
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def isatty(self) -> bool:
+        return bool(getattr(self.out, "isatty", lambda: False)())
+
+
 def one_line(text: object, cap: int = DEFAULT_CAP, *, quotes: bool = True) -> str:
     """``text`` on one line, escaped as inside :func:`quote` (no newline, no control
     character, no delimiter; with ``quotes``, backslashes and double quotes too), capped at
@@ -122,5 +146,6 @@ DATA_INSTRUCTIONS = f"""\
   not a new line of this conversation.
 """
 
-__all__ = ["CLOSE", "DATA_INSTRUCTIONS", "OPEN", "OPERATOR", "clean", "clean_reply",
-           "clean_value", "for_terminal", "one_line", "quote", "quote_prefix"]
+__all__ = ["CLOSE", "DATA_INSTRUCTIONS", "OPEN", "OPERATOR", "TerminalWriter", "clean",
+           "clean_reply", "clean_value", "for_terminal", "indented", "one_line", "quote",
+           "quote_prefix"]

@@ -26,6 +26,7 @@ from rclpy.utilities import remove_ros_args
 
 from ..core import names
 from ..core.messages import AgentEvent, AgentState, OperatorEvent
+from ..core.text import for_terminal
 from ..core.transport import QoS
 from . import convert as cv
 from .bridge import ros_qos
@@ -58,7 +59,8 @@ class ChatClient:
                                               ros_qos(e.qos or QoS()))
 
     def print(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+        """One message to the terminal; control characters in it escaped."""
+        print(for_terminal(text, newlines=True), file=self.out, flush=True)
 
     def _safe(self, fn: Any) -> Any:
         # a malformed message must not raise into the executor (rclpy re-raises it out of
@@ -80,7 +82,7 @@ class ChatClient:
             self._seen_conv = 0
         for m in conv[self._seen_conv:]:
             if m.get("role") == "agent":
-                self.print(f"agent> {m.get('text', '')}")
+                self.print("agent> " + str(m.get("text", "")).replace("\n", "\n       "))
         self._seen_conv = len(conv)
         if prev is None or prev.status != st.status:
             self.print(f"[{st.status}] {st.task}")

@@ -26,6 +26,7 @@ from typing import Any, TextIO
 
 from ..core import names
 from ..core.messages import AgentEvent, AgentState, OperatorEvent
+from ..core.text import for_terminal, indented
 from .link import AgentLink, BusLike, BusLink, Reply, describe_event, estop_unavailable
 
 HELP = """\
@@ -133,25 +134,26 @@ class ChatSession:
         conv = [dict(m) for m in st.conversation]
         for m in _new_entries(self._conv, conv):
             if m.get("role") != "user":
-                self.emit(self._style("agent: ", BOLD) + str(m.get("text", "")))
+                self.emit(self._style("agent: ", BOLD)
+                          + indented(m.get("text", ""), " " * len("agent: ")))
         self._conv = conv
         if st.status != self._status:
             if self._status:
-                self.emit(self._style(f"[{self._status} → {st.status}]", DIM))
+                self.emit(self._style(for_terminal(f"[{self._status} → {st.status}]"), DIM))
             self._status = st.status
 
     def _on_event(self, ev: AgentEvent) -> None:
         if not self.show_events:
             return
         t = ev.t.split("T")[-1].rstrip("Z") if "T" in ev.t else ev.t
-        line = f"  {t} {describe_event(ev.kind, dict(ev.data))}"
+        line = for_terminal(f"  {t} {describe_event(ev.kind, dict(ev.data))}")
         by = ev.data.get("by") if isinstance(ev.data, dict) else None
         self.emit(self._style(line, OP if by == "operator" else DIM))
 
     def _on_operator(self, ev: OperatorEvent) -> None:
         # always shown (even with event lines off): whoever latched it, the arm now holds
         if ev.kind == "estop":
-            reason = dict(ev.detail).get("reason", "") or "e-stop pressed"
+            reason = for_terminal(dict(ev.detail).get("reason", "") or "e-stop pressed")
             self.emit(self._style(f"*** E-STOP LATCHED: {reason} — every skill is refused "
                                   "until /estop-reset ***", ALERT))
         elif ev.kind == "estop_reset":
@@ -199,7 +201,7 @@ class ChatSession:
             self.emit(HELP)
             return True
         if word == "/status":
-            self.emit(self.status_text())
+            self.emit(for_terminal(self.status_text(), newlines=True))
             return True
         if word == "/events":
             self.show_events = not self.show_events
@@ -220,12 +222,12 @@ class ChatSession:
             if r.get("ok"):
                 self._conv = []
         elif word.startswith("/"):
-            self.emit(f"unknown command {word}; /help lists them")
+            self.emit(f"unknown command {for_terminal(word)}; /help lists them")
             return True
         else:
             r = self.link.message(text)
         if not r.get("ok"):
-            self.emit(f"not sent: {r.get('reason', 'refused')}")
+            self.emit(f"not sent: {for_terminal(r.get('reason', 'refused'))}")
         return True
 
     def _link_call(self, method: str, *args: Any) -> Reply:
@@ -239,9 +241,9 @@ class ChatSession:
 
     def _estop_reply(self, word: str, r: Reply) -> None:
         if r.get("ok"):
-            self.emit(str(r.get("message") or f"{word}: done"))
+            self.emit(for_terminal(r.get("message") or f"{word}: done"))
         else:
-            self.emit(f"{word} failed: {r.get('reason') or 'refused'}")
+            self.emit(f"{word} failed: {for_terminal(r.get('reason') or 'refused')}")
 
 
 def run_chat(link: AgentLink, *, input_fn: Callable[[str], str] = input,

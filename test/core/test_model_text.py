@@ -198,3 +198,13 @@ def test_finish_task_failure_while_an_action_runs_stops_it(tmp_path: Path):
     assert h.run_until(lambda: h.planner.status not in ("idle", "running"), 30)
     assert h.planner.status == "failed" and h.planner.summary == "cannot"
     assert h.run_until(lambda: not h.executor.running, 5)
+
+
+def test_terminal_writer_escapes_everything_printed_through_it():
+    import io
+
+    from solarian_agent.core.text import TerminalWriter
+
+    buf = io.StringIO()
+    print("answer:", "yes\x1b[2J\x00", "\u202eevil", file=TerminalWriter(buf))  # type: ignore
+    assert buf.getvalue() == "answer: yes\\u001b[2J\\u0000 \\u202eevil\n"

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from ..models.base import ToolDef
 from .errors import ToolCallRejected
+from .text import quote
 
 MAX_ACQUISITIONS = 2
 ACQUISITIONS = ("inspect_self", "observe_scene")
@@ -55,7 +56,8 @@ class VisualPerceptionResult:
         """The bounded textual projection a turn may carry (marked as a model's reading)."""
         flag = " (description truncated)" if self.truncated else ""
         return (f"[observe_scene, model-generated and possibly wrong; observed at "
-                f"{self.observed_at_wall} by {self.camera}{flag}]\n{self.description}")
+                f"{self.observed_at_wall} by {self.camera}{flag}]\n"
+                f"{quote('scene description', self.description, 8000)}")
 
 
 class AttentionEpisode:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .text import one_line
+
 STEP_STATUSES = ("pending", "running", "done", "failed", "skipped")
 
 
@@ -155,7 +157,8 @@ class PlanQueue:
         for s in self.steps:
             call = f" -> {s.tool}({_short(s.args)})" if s.tool else ""
             act = f" [{s.action_id}]" if s.action_id and s.status == "running" else ""
-            lines.append(f"{s.index}. [{s.status}] {s.description}{call}{act}")
+            lines.append(one_line(f"{s.index}. [{s.status}] {s.description}{call}{act}", 800,
+                                  quotes=False))
         return "\n".join(lines)
 
 

@@ -20,7 +20,7 @@ from .executor import new_action_id
 from .messages import Image, SkillGoal
 from .planner_tools import PLANNER_TOOLS, ActionInfo, PendingStart, Turn, tool_msg
 from .routing import TASK_TOOLS
-from .text import quote_prefix
+from .text import quote, quote_prefix
 from .tool_schema import schema_error, validate_params, validate_step_args
 from .transport import GoalStatus
 from .views import PreparedViews, ViewManager
@@ -191,7 +191,7 @@ class ToolCalls:
         """Start a tool without the planner (plan step or ``then``).  '' if it was refused."""
         spec = self.p.specs.get(tool)
         if spec is None:
-            self.p.news.append(f"Could not start {tool!r}: no such tool.")
+            self.p.news.append(f"Could not start {quote_prefix(tool)}: no such tool.")
             return ""
         action_id = new_action_id()
         goal = SkillGoal(tool, args, self.p.generation, action_id)
@@ -199,10 +199,11 @@ class ToolCalls:
             handle = self.p.bus.send_goal(names.skill_action(tool), goal,
                                           done_cb=self.p.on_goal_done)
         except Exception as e:
-            self.p.news.append(f"Could not start {tool}: {e}")
+            self.p.news.append(f"Could not start {tool}: {quote('error', e)}")
             return ""
         if handle.status == GoalStatus.ABORTED:
-            self.p.news.append(f"Could not start {tool}: {getattr(handle.result, 'reason', '')}")
+            reason = getattr(handle.result, "reason", "")
+            self.p.news.append(f"Could not start {tool}: {quote('skill', reason)}")
             return ""
         info = ActionInfo(action_id, tool, args, self.p.clock.now(), handle,
                           bool(spec.monitor), step_index)
@@ -241,8 +242,9 @@ class ToolCalls:
                 self.p.actions.pop(ps.action_id, None)
                 res = ps.handle.result
                 reason = getattr(res, "reason", "") or st.name.lower()
-                turn.results[ps.call.id] = tool_msg(ps.call, reason if reason.startswith(
-                    "refused") else f"refused: {reason}", error=True)
+                said = reason[len("refused: "):] if reason.startswith("refused: ") else reason
+                turn.results[ps.call.id] = tool_msg(ps.call, f"refused: {quote('skill', said)}",
+                                                    error=True)
                 self.p.log_event("tool_refused", tool=ps.tool, action_id=ps.action_id,
                                  reason=reason)
             elif now - ps.sent_at > 5.0:
@@ -256,8 +258,8 @@ class ToolCalls:
                 try:
                     turn.results[call.id] = fut.result()
                 except Exception as e:
-                    turn.results[call.id] = tool_msg(call, f"failed: {type(e).__name__}: {e}",
-                                                     error=True)
+                    turn.results[call.id] = tool_msg(
+                        call, f"failed: {quote('error', f'{type(e).__name__}: {e}')}", error=True)
         if turn.pending or turn.futures:
             return
         # every call of the reply is answered: close the turn
@@ -301,4 +303,5 @@ def observe_scene_msg(observer: SceneObserverPort, episode: AttentionEpisode, ca
     except ToolCallRejected as e:
         return tool_msg(call, f"refused: {e.reason}", error=True)
     except Exception as e:
-        return tool_msg(call, f"observe_scene failed: {type(e).__name__}: {e}", error=True)
+        return tool_msg(call, f"observe_scene failed: "
+                              f"{quote('error', f'{type(e).__name__}: {e}')}", error=True)

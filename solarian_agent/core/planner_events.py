@@ -12,6 +12,7 @@ from . import names
 from .events import Event
 from .messages import MonitorVerdict, SkillGoal, SkillResult
 from .planner_tools import ActionInfo
+from .text import one_line, quote
 
 if TYPE_CHECKING:
     from .planner import Planner
@@ -38,7 +39,8 @@ class EventHandlers:
         elif ev.kind == "monitor_flag":
             self.handle_verdict(ev.context["verdict"])
         else:
-            self.p.news.append(f"{ev.source}: {ev.content}")
+            self.p.news.append(f"Event from {one_line(ev.source, 60)}: "
+                               f"{quote(ev.source, ev.content)}")
             self.p.wake(ev.kind or ev.source)
 
     def handle_action_ended(self, res: SkillResult, goal: SkillGoal) -> None:
@@ -87,8 +89,8 @@ class EventHandlers:
                 if taken is not None and new_id in self.p.actions:
                     self.p.actions[new_id].step = taken.index
                 self.p.news.append(f"Action {res.action_id} ({tool}) finished by the monitor "
-                                   f"({res.reason}); {ftool} started as its follow-up "
-                                   f"({new_id}).")
+                                   f"({quote('skill', res.reason)}); {ftool} started as its "
+                                   f"follow-up ({new_id}).")
                 return
             if new_id:
                 self.p.news.append(f"{ftool} started ({new_id}) after {res.action_id} failed.")
@@ -97,10 +99,10 @@ class EventHandlers:
             return
         if res.outcome == "succeeded":
             extra = {k: v for k, v in res.data.items() if k != "reason"}
+            result = json.dumps(extra, default=str)
             self.p.news.append(f"Action {res.action_id} ({tool}) succeeded"
-                               + (f": {res.reason}" if res.reason else ".")
-                               + (f" Result: {json.dumps(extra, default=str)[:1500]}"
-                                  if extra else ""))
+                               + (f": {quote('skill', res.reason)}" if res.reason else ".")
+                               + (f" Result: {quote('skill', result, 1500)}" if extra else ""))
             if self.p.actions:
                 if step is None:  # a task the planner started itself: its result is news now
                     self.p.wake("task_done")
@@ -134,14 +136,15 @@ class EventHandlers:
                 msg = (f"Action {res.action_id} ({tool}) ran its limit; judge from the newest "
                        "image whether it succeeded. Look before undoing anything.")
         elif res.outcome == "refused":
-            msg = f"Action {res.action_id} ({tool}) was refused: {res.reason}"
+            msg = f"Action {res.action_id} ({tool}) was refused: {quote('skill', res.reason)}"
         elif res.outcome == "stopped":
-            msg = f"Action {res.action_id} ({tool}) was stopped: {res.reason}"
+            msg = f"Action {res.action_id} ({tool}) was stopped: {quote('skill', res.reason)}"
         else:
-            msg = f"Action {res.action_id} ({tool}) failed: {res.reason}"
+            msg = f"Action {res.action_id} ({tool}) failed: {quote('skill', res.reason)}"
             extra = res.data.get("skill_reasons")
             if extra:
-                msg += f" (the skill also reported: {'; '.join(extra)})"
+                msg += (" (the skill also reported: "
+                        f"{quote('skill', '; '.join(str(x) for x in extra))})")
         n = self.p.tool_failures.get(tool, 0)
         if n >= self.p.config.budgets.retries_per_step:
             msg += (f" {tool} has failed {n} times in a row: change your approach instead of "
@@ -174,16 +177,18 @@ class EventHandlers:
             if v.decision == "fail":
                 self.p.woken_for_fail.add(v.action_id)
                 self.p.news.append(f"The {who} failed action {v.action_id} ({v.tool}): "
-                                   f"{v.reason or v.value}. A monitor flag can be wrong: check "
-                                   "the newest image.")
+                                   f"{quote('monitor', v.reason or v.value)}. A monitor flag "
+                                   "can be wrong: check the newest image.")
                 self.p.wake("monitor_flag", hold=True)
         elif v.decision == "escalate":
             key = (v.action_id, v.question)
             if key in self.p.escalated:
                 return
             self.p.escalated.add(key)
+            why = f" {quote('monitor', v.reason)}" if v.reason else ""
             self.p.news.append(f"The {who} flags action {v.action_id} ({v.tool}): "
-                               f"{v.question} = {v.value} (p={v.probability:.2f}). {v.reason} "
-                               "The action is still running. A monitor flag can be wrong: "
-                               "check the newest image before stopping it.")
+                               f"{one_line(v.question, 300)} = {quote('monitor', v.value, 200)} "
+                               f"(p={v.probability:.2f}).{why} The action is still running. "
+                               "A monitor flag can be wrong: check the newest image before "
+                               "stopping it.")
             self.p.wake("monitor_flag", hold=True)

@@ -29,7 +29,7 @@ from .routing import (
     placeholder_running,
     replace_progress,
 )
-from .text import clean_reply
+from .text import OPERATOR, OPERATOR_CAP, clean_reply, one_line, quote
 from .transport import GoalStatus
 
 if TYPE_CHECKING:
@@ -164,13 +164,14 @@ class EventRouting:
                     and v.action_id in self.p.actions and v.action_id not in self.p.woken_for_fail
                     and self.p.status == "running"):
                 return  # a repeated or stale flag is no reason to cut anything
-        what = f"{ev.source} {ev.kind}" + (f" {ev.content[:80]!r}" if ev.content else "")
+        said = quote(OPERATOR if ev.kind == "message" else ev.source, ev.content, 80)
+        what = f"{one_line(ev.source, 60)} {ev.kind}" + (f" {said}" if ev.content else "")
         if ev.kind == "operator":
             who = "by the operator's takeover"
         elif ev.kind in ("cancel", "reset"):
             who = f"by the operator's {ev.kind}"
         else:
-            who = f"by the user ({ev.content[:80]!r})"
+            who = f"by the user ({said})"
         cut = self.cut_turn(what, d.stop, who)
         stopped: list[str] = []
         if d.stop and ev.kind == "message":
@@ -334,8 +335,9 @@ class EventRouting:
         now = self.p.clock.now()
         running = ", ".join(f"{a.action_id} {a.tool} ({now - a.started_at:.1f} s)"
                             for a in self.p.actions.values()) or "nothing"
-        text = (f"Now: {self.p.clock.wall()} (UTC)\nMain task: {self.p.task or '-'}\n"
-                f"Running: {running}\n\nQuestion: {ev.content}")
+        text = (f"Now: {self.p.clock.wall()} (UTC)\n"
+                f"Main task: {quote(OPERATOR, self.p.task or '-', OPERATOR_CAP)}\n"
+                f"Running: {running}\n\nQuestion: {quote(OPERATOR, ev.content, OPERATOR_CAP)}")
         req = ModelRequest(PARALLEL_SYSTEM, (Message.user(text),), (),
                            min(512, self.p.config.planner.max_tokens), purpose="planner")
         provider, timeout = self.p.provider, self.p.config.planner.timeout_s
@@ -354,7 +356,8 @@ class EventRouting:
         if self.p.status not in ACTIVE_STATUSES:
             return
         self.p.news.append(f"Timer {c.get('timer_id')} fired{every}"
-                           + (f": {ev.content}" if ev.content else "."))
+                           + (f": {quote('timer note', ev.content, 300)}" if ev.content
+                              else "."))
         self.p.wake("timer")
 
     def poll_progress(self, now: float) -> None:
@@ -385,7 +388,8 @@ class EventRouting:
             return
         replace_progress(self.p.news, NewsItem(
             f"Task {aid} ({tool}) is {pct(float(c.get('progress', 0.0)))} done "
-            f"(phase {c.get('phase')}, {float(c.get('elapsed_s', 0.0)):.1f} s in); still "
+            f"(phase {quote('skill', c.get('phase'), 80)}, "
+            f"{float(c.get('elapsed_s', 0.0)):.1f} s in); still "
             "running, no result yet.", "progress report", f"{tool} {aid}", aid))
 
     def poll_background(self, now: float) -> None:

@@ -16,6 +16,7 @@ from .episode_log import EpisodeLog
 from .events import Event
 from .messages import Generation
 from .plan import PlanQueue
+from .text import OPERATOR, OPERATOR_CAP, TASK_PREFIX, operator_message, quote
 
 if TYPE_CHECKING:
     from .planner import Planner
@@ -37,13 +38,14 @@ class RunControl:
         if self.p.status == "paused":
             self.adopt_generation()
             did = "; ".join(self.p.operator_actions) or "took over"
-            self.p.news.append(f"While the run was paused the operator: {did}.")
+            self.p.news.append(
+                f"While the run was paused the operator: {quote('operator event', did)}.")
             self.p.operator_actions.clear()
             self.p.status = "running"
             self.p.log_event("run_resumed", by="operator", generation=self.p.generation)
         elif self.p.status == "waiting_user":
             self.p.status = "running"
-        self.p.news.append(f"User: {text}")
+        self.p.news.append(operator_message(text))
         if wake:  # a queued addition held for the next tool result is woken for later
             self.p.wake("message", hold=True)
 
@@ -121,7 +123,8 @@ class RunControl:
                          generation=self.p.generation,
                          config={"dry_run": self.p.config.dry_run,
                                  "budgets": self.p.config.budgets.__dict__})
-        self.p.messages.append(Message.user(f"Task: {task}"))
+        self.p.messages.append(Message.user(
+            TASK_PREFIX + quote(OPERATOR, task, OPERATOR_CAP)))
         self.p.wake("message")
         self.p.publish_state()
 

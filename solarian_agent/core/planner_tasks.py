@@ -12,6 +12,7 @@ from .errors import ToolCallRejected
 from .messages import SkillFeedback
 from .planner_tools import Turn, tool_msg
 from .routing import pct
+from .text import quote
 from .timers import TimerError
 from .transport import GoalStatus
 
@@ -87,6 +88,7 @@ class TaskTools:
         progress = (pct(fb.progress) if isinstance(fb, SkillFeedback) and fb.progress >= 0
                     else "unknown")
         elapsed = self.p.clock.now() - info.started_at
-        return (f"task {aid} ({info.tool}): state {state}, phase {phase}, progress {progress}, "
+        return (f"task {aid} ({info.tool}): state {state}, phase {quote('skill', phase, 80)}, "
+                f"progress {progress}, "
                 f"{elapsed:.1f} s elapsed. No result yet: it arrives as its own event when the "
                 "task ends.")

@@ -16,6 +16,7 @@ from ..models.base import Message, ModelReply, ModelRequest, TextPart, ToolCall,
 from .plan import PLAN_SCHEMA
 from .routing import TASK_INSTRUCTIONS, TASK_TOOLS, describe_async
 from .skill import ToolSpec
+from .text import DATA_INSTRUCTIONS
 from .transport import GoalHandle
 
 HARNESS_INSTRUCTIONS = """\
@@ -63,7 +64,7 @@ PLANNER_TOOLS: dict[str, ToolDef] = {
 }
 
 PLANNER_TOOLS.update(TASK_TOOLS)  # seed 004: task_status, cancel_task, set_timer, cancel_timer
-HARNESS_INSTRUCTIONS += TASK_INSTRUCTIONS
+HARNESS_INSTRUCTIONS += TASK_INSTRUCTIONS + DATA_INSTRUCTIONS
 
 FRESH_FRAME_WAIT_S = 0.5  # the longest a wake waits for a frame newer than the last motion
 FIRST_FRAME_WAIT_S = 5.0  # ... and for a camera's first frame (a ROS graph still starting)

@@ -34,7 +34,7 @@ from .planner_tools import (
     tool_msg,
 )
 from .routing import render_news
-from .text import clean_reply, quote_prefix
+from .text import clean_reply, one_line, quote, quote_prefix
 from .views import PreparedViews
 
 if TYPE_CHECKING:
@@ -112,8 +112,8 @@ class TurnCycle:
             notes = list(self.p.monitor_notes.values())
         if notes:
             lines.append("Monitor (may be wrong; check the newest image): " + "; ".join(
-                f"{v.action_id} {v.tool}: {v.question}={v.value} (p={v.probability:.2f})"
-                for v in notes))
+                f"{v.action_id} {v.tool}: {one_line(v.question, 300)}="
+                f"{quote('monitor', v.value, 200)} (p={v.probability:.2f})" for v in notes))
         readings = self.readings()
         if readings:
             lines.append("Readings: " + json.dumps(readings))
@@ -164,7 +164,8 @@ class TurnCycle:
         try:
             parts = list(fut.result())
         except Exception as e:
-            parts = [TextPart(f"[views could not be described: {type(e).__name__}: {e}]")]
+            parts = [TextPart("[views could not be described: "
+                              f"{quote('error', f'{type(e).__name__}: {e}')}]")]
         self.p.messages.append(Message("user", (*msg.content, *parts)))
         self.p.continue_turn = True
         return False
@@ -215,8 +216,8 @@ class TurnCycle:
                 return
             self.record_turn(turn, reply, error, latency)
             if error is not None:
-                self.p.news.append(f"Your previous call failed ({error.kind}): {error.message}. "
-                                   "Continue.")
+                self.p.news.append(f"Your previous call failed ({error.kind}): "
+                                   f"{quote('model error', error.message, 600)}. Continue.")
                 self.p.turn = None
                 if error.kind in ("auth", "config"):
                     self.p.runs.end_run("failed", f"planner model unusable: {error}")

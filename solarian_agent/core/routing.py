@@ -30,6 +30,7 @@ from typing import Any
 
 from ..models.base import Message, ModelError, ModelReply, ModelRequest, ToolDef
 from .events import URGENCIES, Event
+from .text import OPERATOR, OPERATOR_CAP, OPERATOR_PREFIX, one_line, quote
 
 # user wording --------------------------------------------------------------------------------
 STOP_RE = re.compile(
@@ -281,10 +282,10 @@ def render_news(items: Sequence[str]) -> str:
     counts: dict[str, int] = {}
     for k, it in enumerate(items, start=1):
         label = it.label if isinstance(it, NewsItem) else "harness note"
-        source = it.source if isinstance(it, NewsItem) else ""
+        source = one_line(it.source, 80) if isinstance(it, NewsItem) else ""
         text = str(it)
-        if label.endswith("user message") and text.startswith("User: "):
-            text = text[len("User: "):]
+        if label.endswith("user message") and text.startswith(OPERATOR_PREFIX):
+            text = text[len(OPERATOR_PREFIX):]
         head = f"[Unprocessed event {k}/{n}] {label}" + (f" from {source}" if source else "")
         lines.append(f"{head}: {text}")
         counts[label] = counts.get(label, 0) + 1
@@ -324,7 +325,8 @@ the main task.
 
 
 def parallel_note(question: str, answer: str) -> str:
-    return f"[answered in parallel] Q: {question} A: {answer}"
+    return (f"[answered in parallel] Q: {quote(OPERATOR, question, OPERATOR_CAP)} "
+            f"A: {quote('parallel answer', answer)}")
 
 
 # tools ----------------------------------------------------------------------------------------

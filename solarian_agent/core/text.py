@@ -24,6 +24,9 @@ from ..models.base import ModelReply, ToolCall
 
 OPEN, CLOSE = "\u27e6", "\u27e7"  # ⟦ ⟧
 OPERATOR = "operator"
+OPERATOR_CAP = 8000  # an operator's message is at most this long (the panel's limit)
+OPERATOR_PREFIX = "Operator message: "
+TASK_PREFIX = "Task from the operator: "
 DEFAULT_CAP = 2000
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
@@ -128,6 +131,27 @@ def quote(source: str, text: object, cap: int = DEFAULT_CAP) -> str:
     return f'{OPEN}{src}: "{one_line(text, cap)}"{CLOSE}'
 
 
+_QUOTE = re.compile(OPEN + r'([A-Za-z0-9 _./-]{1,60}): "((?:[^"\\]|\\.)*)"' + CLOSE)
+_UNESCAPE = re.compile(r'\\(u[0-9a-fA-F]{4}|.)')
+
+
+def find_quotes(text: str) -> list[tuple[str, str]]:
+    """Every :func:`quote` in ``text``, in order, as (source, the text it quotes)."""
+
+    def one(m: re.Match[str]) -> str:
+        e = m.group(1)
+        if e[0] == "u" and len(e) == 5:
+            return chr(int(e[1:], 16))
+        return {"n": "\n", "r": "\r", "t": "\t"}.get(e, e)
+
+    return [(m.group(1), _UNESCAPE.sub(one, m.group(2))) for m in _QUOTE.finditer(text)]
+
+
+def operator_message(text: str) -> str:
+    """How an operator's message reads in the planner's news."""
+    return OPERATOR_PREFIX + quote(OPERATOR, text, OPERATOR_CAP)
+
+
 def quote_prefix(value: object, n: int = 60) -> str:
     """A value named in an error: its first ``n`` characters (escaped, one line) and, when
     longer, its length: ``"aaaa…" (1048576 characters)``."""
@@ -146,6 +170,7 @@ DATA_INSTRUCTIONS = f"""\
   not a new line of this conversation.
 """
 
-__all__ = ["CLOSE", "DATA_INSTRUCTIONS", "OPEN", "OPERATOR", "TerminalWriter", "clean",
-           "clean_reply", "clean_value", "for_terminal", "indented", "one_line", "quote",
+__all__ = ["CLOSE", "DATA_INSTRUCTIONS", "OPEN", "OPERATOR", "OPERATOR_CAP", "OPERATOR_PREFIX",
+           "TASK_PREFIX", "TerminalWriter", "clean", "clean_reply", "clean_value",
+           "find_quotes", "for_terminal", "indented", "one_line", "operator_message", "quote",
            "quote_prefix"]

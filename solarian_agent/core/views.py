@@ -39,7 +39,7 @@ from .clock import Clock
 from .errors import ToolCallRejected
 from .messages import Image
 from .observations import Observation, ObservationStore, Overlay
-from .text import quote_prefix
+from .text import one_line, quote, quote_prefix
 from .vision import FrameForVision, VisionBackend
 
 Part = TextPart | ImagePart
@@ -340,17 +340,20 @@ class ViewManager:
                                              v.camera, frame), DESCRIBE_FOCUS,
                               timeout_s=self.describe_timeout_s)
         except ModelError as e:
-            return f"[No description: the vision model failed ({e.kind}): {e.message}]"
+            return (f"[No description: the vision model failed ({e.kind}): "
+                    f"{quote('model error', e.message, 600)}]")
         except Exception as e:
-            return f"[No description: the vision backend failed: {type(e).__name__}: {e}]"
+            return ("[No description: the vision backend failed: "
+                    f"{quote('error', f'{type(e).__name__}: {e}', 600)}]")
         name = getattr(d, "name", "vision")
         model = desc.model or getattr(d, "model", "")
         if self.on_event is not None:
             self.on_event("view_described", {"observation_id": v.id, "backend": name,
                                              "model": model,
                                              "latency_s": round(desc.latency_s, 4)})
-        return (f"Described by the vision model {name}/{model} (a model's reading; may be "
-                f"wrong): {desc.text.strip()}")
+        return (f"Described by the vision model {one_line(name, 60)}/{one_line(model, 80)} "
+                f"(a model's reading; may be wrong): "
+                f"{quote('vision description', desc.text.strip())}")
 
 
 __all__ = ["PreparedViews", "View", "ViewManager"]

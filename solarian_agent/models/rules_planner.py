@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.text import OPERATOR, TASK_PREFIX, find_quotes
 from ..perception import images as im
 from ..perception import scene
 from .base import ImagePart, Message, ModelReply, ModelRequest, TextPart, ToolCall, Usage
@@ -123,9 +124,11 @@ class RulesPlanner:
 
     # -- decisions ---------------------------------------------------------------------------
     def _task(self, req: ModelRequest) -> str:
+        """The operator's task: the first user message's quote from the operator."""
         for msg in req.messages:
-            if msg.role == "user" and msg.text().startswith("Task: "):
-                return msg.text()[len("Task: "):].split("\n", 1)[0]
+            if msg.role == "user" and msg.text().startswith(TASK_PREFIX):
+                said = [t for src, t in find_quotes(msg.text()) if src == OPERATOR]
+                return said[0].split("\n", 1)[0] if said else ""
         return ""
 
     def _decide(self, req: ModelRequest) -> list[tuple[str, dict[str, Any]]]:

@@ -27,6 +27,7 @@ from solarian_agent.core.routing import (
     render_news,
 )
 from solarian_agent.core.skill import Skill, Tool
+from solarian_agent.core.text import find_quotes, operator_message
 from solarian_agent.core.timers import TimerError, Timers
 from solarian_agent.core.transport import QoS
 from solarian_agent.models.base import ModelError, ModelRequest
@@ -213,17 +214,20 @@ def test_router_config_and_build():
 # --------------------------------------------------------------------------------------------
 def test_batch_markers_and_summary():
     items = [NewsItem("Action a3 (search) succeeded.", "tool result", "search a3", "a3"),
-             NewsItem("User: only Beijing data", "user message", "user"),
+             NewsItem(operator_message("only Beijing data"), "user message", "user"),
              NewsItem("Timer t1 fired: report due in 30 min", "timer trigger", "timer t1"),
-             NewsItem("User: what is the progress?", "user message", "user")]
+             NewsItem(operator_message("what is the progress?"), "user message", "user")]
     text = render_news(items)
     assert "[Unprocessed event 1/4] tool result from search a3: Action a3" in text
-    assert "[Unprocessed event 2/4] user message from user: only Beijing data" in text
-    assert "[Unprocessed event 4/4] user message from user: what is the progress?" in text
+    assert ('[Unprocessed event 2/4] user message from user: ⟦operator: "only Beijing data"⟧'
+            in text)
+    assert ('[Unprocessed event 4/4] user message from user: ⟦operator: "what is the '
+            'progress?"⟧' in text)
     assert text.splitlines()[-1].startswith(
         "4 unprocessed events: 1 tool result, 2 user messages, 1 timer trigger.")
     # one event is not a batch: the plain list
-    assert render_news(["User: hi"]) == "What happened:\n- User: hi"
+    assert render_news([operator_message("hi")]) == (
+        'What happened:\n- Operator message: ⟦operator: "hi"⟧')
 
 
 # --------------------------------------------------------------------------------------------
@@ -283,8 +287,8 @@ def test_time_question_answered_in_parallel_while_skill_keeps_running():
     assert h.run_until(lambda: h.planner.status == "succeeded", 15)
     assert h.planner.turns == 2
     woke = last_user_text(main_calls(h)[1].request)
-    assert ("[answered in parallel] Q: what time is it? A: It is 2026-09-22 13:20 UTC."
-            in woke)
+    assert ('[answered in parallel] Q: ⟦operator: "what time is it?"⟧ A: ⟦parallel answer: '
+            '"It is 2026-09-22 13:20 UTC."⟧' in woke)
     assert "analysis done" in woke
 
 
@@ -307,8 +311,10 @@ def test_two_additions_during_long_action_arrive_in_one_batch_at_the_boundary():
     assert h.run_until(lambda: h.planner.status == "succeeded", 10)
     assert len(h.provider.calls) == 2
     woke = last_user_text(h.provider.calls[1].request)
-    assert "[Unprocessed event 1/3] user message from user: answer in Japanese" in woke
-    assert "[Unprocessed event 2/3] user message from user: format it as a web page" in woke
+    assert ('[Unprocessed event 1/3] user message from user: ⟦operator: "answer in Japanese"⟧'
+            in woke)
+    assert ('[Unprocessed event 2/3] user message from user: ⟦operator: "format it as a web '
+            'page"⟧' in woke)
     assert re.search(r"\[Unprocessed event 3/3\] tool result from wait a\d+: Action a\d+ "
                      r"\(wait\) succeeded", woke)
     assert "3 unprocessed events: 2 user messages, 1 tool result." in woke
@@ -351,8 +357,9 @@ def test_cancel_message_stops_the_action_at_once_and_is_recorded(tmp_path):
     assert len(h.provider.calls) == 2  # one re-plan call that saw the stop and its result
     woke = last_user_text(h.provider.calls[1].request)
     assert woke.startswith("[woken: interrupt, message, action_stopped]")
-    assert "urgent user message from user: cancel" in woke
-    assert f"Action {aid} (wait) was stopped: cancelled by the user ('cancel')" in woke
+    assert 'urgent user message from user: ⟦operator: "cancel"⟧' in woke
+    assert (f'Action {aid} (wait) was stopped: ⟦skill: "cancelled by the user '
+            '(\\u27e6operator: \\"cancel\\"\\u27e7)"⟧' in woke), woke
     logs = tmp_path / "0001_test" / "episodes" / "000001" / "logs"
     events = read_events(logs / "events.jsonl")
     route = next(e for e in events if e["kind"] == "route" and e["content"] == "cancel")
@@ -401,7 +408,7 @@ class ThreeScripts:
             return reply("", *[("task_status", {"task_id": t}) for t in ids])
         if ids:
             return reply("waiting for the remaining script")
-        done = re.findall(r"Result: (\{.*?\})", all_text(req))
+        done = re.findall(r"Result: ⟦skill: ", all_text(req))
         self.report = f"{len(done)} scripts finished, {len(self.cancelled)} cancelled"
         return reply("", ("finish_task", {"summary": self.report, "success": True}))
 
@@ -457,8 +464,8 @@ def test_answer_depending_on_a_pending_task_waits_for_its_result():
     def at_result(req):
         seen["at"] = h.clock.now()
         assert not h.executor.running
-        m = re.search(r"Result: (\{.*\})", last_user_text(req))
-        assert m and "survey done" in m.group(1)
+        m = re.search(r"Result: (⟦skill: .*?⟧)", last_user_text(req))
+        assert m and "survey done" in find_quotes(m.group(1))[0][1]
         return reply("", ("finish_task", {"summary": "survey done", "success": True}))
 
     h = harness([reply("", ("progress", {"rate": 10, "label": "survey"}),
@@ -583,10 +590,12 @@ def test_stop_while_a_tool_call_is_starting_cancels_it_with_a_placeholder():
     req = h.provider.calls[1].request
     placeholder = [m for m in req.messages if m.role == "tool"][-1]
     assert placeholder.is_error
-    assert placeholder.text().startswith("cancelled by the user ('stop') before it started")
+    assert placeholder.text().startswith(
+        'cancelled by the user (⟦operator: "stop"⟧) before it started')
     assert "did not run and has no result" in placeholder.text()
     # the cancel is its own event tied to the same task id, seen in the same re-plan call
-    assert f"Action {aid} (wait) was stopped: cancelled before it started" in last_user_text(req)
+    assert (f'Action {aid} (wait) was stopped: ⟦skill: "cancelled before it started'
+            in last_user_text(req))
     assert len(h.provider.calls) == 2
     assert_calls_paired(req.messages)
 
@@ -681,7 +690,7 @@ def test_timers_wake_the_planner_repeat_and_are_cancelled():
     h.say("remind me")
     assert h.run_until(lambda: len(h.provider.calls) == 2, 3)
     assert 1.5 <= h.clock.now() - 1000.0 <= 1.8
-    assert "Timer t2 fired (#1, repeats every 1.5 s): tick" in last_user_text(
+    assert 'Timer t2 fired (#1, repeats every 1.5 s): ⟦timer note: "tick"⟧' in last_user_text(
         h.provider.calls[1].request)
     results = tool_results(h.provider.calls[1].request)
     assert results[0].startswith("timer t1 set: t1 fires in 2.0 s (look again)")
@@ -689,7 +698,8 @@ def test_timers_wake_the_planner_repeat_and_are_cancelled():
     # after cancel_timer the continuation call, then the one-shot fires; the repeat is gone
     h.runtime.run_for(1.0)
     assert len(h.provider.calls) == 4
-    assert "Timer t1 fired: look again" in last_user_text(h.provider.calls[3].request)
+    assert ('Timer t1 fired: ⟦timer note: "look again"⟧'
+            in last_user_text(h.provider.calls[3].request))
     assert h.planner.status == "succeeded" and len(h.planner.timers) == 0
     assert [e["timer_id"] for e in logged(h, "timer_fired")] == ["t2", "t1"]
 
@@ -737,4 +747,4 @@ def test_progress_reports_ride_along_and_never_wake_the_planner():
     assert f"Task {slow} (progress) is 50% done" in woke and f"Task {fast} (progress) is" \
         not in woke
     assert "2 unprocessed events: 1 tool result, 1 progress report." in woke
-    assert '"report": "fast done"' in woke
+    assert '\\"report\\": \\"fast done\\"' in woke  # the result, quoted as the skill's

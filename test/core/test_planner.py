@@ -193,7 +193,7 @@ def test_failure_wakes_planner_and_repeated_failures_say_change_approach():
     h.say("explode")
     assert h.run_until(lambda: h.planner.status == "failed", 10)
     w1 = last_user_text(h.provider.calls[1].request)
-    assert "failed: skill boom raised RuntimeError: kaboom" in w1
+    assert 'failed: ⟦skill: "skill boom raised RuntimeError: kaboom"⟧' in w1
     assert "change your approach" not in w1
     assert "change your approach" in last_user_text(h.provider.calls[3].request)
 

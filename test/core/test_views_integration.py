@@ -97,7 +97,8 @@ def test_monitor_answers_without_rules_are_shown_to_the_planner():
     pub.publish(MonitorVerdict(aid, "wait", "released", "true", 0.93))
     assert h.run_until(lambda: len(h.provider.calls) == 2, 5)
     wake = last_user(h.provider.calls[1].request).text()
-    assert f"Monitor (may be wrong; check the newest image): {aid} wait: released=true" in wake
+    assert (f'Monitor (may be wrong; check the newest image): {aid} wait: released='
+            '⟦monitor: "true"⟧' in wake)
 
 
 def test_monitor_notes_for_untracked_actions_are_dropped():

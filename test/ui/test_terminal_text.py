@@ -33,7 +33,8 @@ def test_the_demo_prints_a_models_summary_escaped(tmp_path: Path, capsys, monkey
         cfg = tmp_path / "controller.yaml"
         cfg.write_text(yaml.safe_dump(doc))
         code = demo.main(["tidy up", "--config", str(cfg), "--monitor", "none",
-                          "--no-record", "--out", str(tmp_path / "logs"), "--timeout", "60"])
+                          "--no-record", "--out", str(tmp_path / "logs"), "--timeout", "60",
+                          "--realtime"])  # the model answers over HTTP: on the wall clock
     out = capsys.readouterr().out
     assert code == 1
     ended = [line for line in out.splitlines() if line.startswith("run ended:")]

@@ -82,7 +82,8 @@ def test_viewer_has_every_event_and_links_every_turn(demo, tmp_path, capsys):
         if turn["output"]["text"]:
             assert turn["output"]["text"] in body
     first = html.unescape(re.search(r'id="turn-0001"[^>]*>(.*?)</section>', page, re.S)[1])
-    assert "Task: touch the red square" in first and "update_plan" in first
+    assert 'Task from the operator: ⟦operator: "touch the red square"⟧' in first
+    assert "update_plan" in first
     data = page_data(page)
     # the images the turns name are embedded
     img_refs = set(re.findall(r'data-src="(images/[^"]+)"', page))

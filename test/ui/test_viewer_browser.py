@@ -84,7 +84,7 @@ def test_viewer_in_chromium(browser, artifacts, tmp_path):
     wait_for(detail.is_displayed, 5, "the turn panel")
     text = detail.text
     assert "Sent" in text and "Replied" in text and "update_plan" in text
-    assert "Task: touch the red square" in text
+    assert 'Task from the operator: ⟦operator: "touch the red square"⟧' in text
     wait_for(lambda: d.execute_script(
         "const i = document.querySelector('#detail img'); return i && i.naturalWidth > 0;"),
         5, "the image the planner was sent")

@@ -5,46 +5,21 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from hw_helpers import TIMEOUT_S, settle
+from hw_helpers import PERIOD, TIMEOUT_S, make, settle, tick
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solarian_agent.arm.safety import EStopLatchedError, UnsafeCommandError
-from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.errors import ConfigError
 from solarian_agent.hw.feetech import (
-    ArmController,
     ArmControllerConfig,
     FeetechArm,
     FeetechArmConfig,
     default_so101,
 )
 from solarian_agent.hw.feetech.simbus import SimulatedBus
-
-PERIOD = 0.02
-
-
-def make(arm: FeetechArm, workspace: Any = False, **kw: Any
-         ) -> tuple[ArmController, FakeClock, list[tuple[str, dict]]]:
-    """A controller over the joint layer alone (workspace off) unless ``workspace`` is given;
-    the workspace box has its own tests below."""
-    clock = FakeClock()
-    events: list[tuple[str, dict]] = []
-    cfg = ArmControllerConfig(rate_hz=1 / PERIOD, **kw)
-    ctl = ArmController(arm, clock, cfg, on_event=lambda k, d: events.append((k, d)),
-                        workspace=workspace)
-    return ctl, clock, events
-
-
-def tick(ctl: ArmController, clock: FakeClock, n: int = 1) -> Any:
-    r = None
-    for _ in range(n):
-        clock.advance(PERIOD)
-        r = ctl.step()
-    return r
 
 
 def test_tracks_a_target_at_limited_speed(sim: SimulatedBus, arm: FeetechArm) -> None:

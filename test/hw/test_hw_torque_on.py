@@ -4,17 +4,13 @@ and on an e-stop reset after ``torque_off``."""
 
 from __future__ import annotations
 
-from typing import Any
+from hw_helpers import make, settle, tick
 
-from hw_helpers import settle
-
-from solarian_agent.core.clock import FakeClock
-from solarian_agent.hw.feetech import ArmController, ArmControllerConfig, FeetechArm
+from solarian_agent.hw.feetech import FeetechArm
 from solarian_agent.hw.feetech import protocol as P
 from solarian_agent.hw.feetech.protocol import STS3215, Instruction
 from solarian_agent.hw.feetech.simbus import SimulatedBus
 
-PERIOD = 0.02
 REGISTERS = (STS3215.TORQUE_ENABLE, STS3215.GOAL_POSITION)
 
 
@@ -41,22 +37,6 @@ def wire(sim: SimulatedBus) -> list[tuple[str, int, int]]:
                     out.append((reg.name, sid, P.decode_value(data[off:off + reg.size],
                                                               reg.sign_bit)))
     return out
-
-
-def make(arm: FeetechArm, **kw: Any) -> tuple[ArmController, FakeClock, list[tuple[str, dict]]]:
-    clock = FakeClock()
-    events: list[tuple[str, dict]] = []
-    ctl = ArmController(arm, clock, ArmControllerConfig(rate_hz=1 / PERIOD, **kw),
-                        on_event=lambda k, d: events.append((k, d)), workspace=False)
-    return ctl, clock, events
-
-
-def tick(ctl: ArmController, clock: FakeClock, n: int = 1) -> Any:
-    r = None
-    for _ in range(n):
-        clock.advance(PERIOD)
-        r = ctl.step()
-    return r
 
 
 def check_goals(writes: list[tuple[str, int, int]], sid: int, present: float, step: float,

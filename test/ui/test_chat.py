@@ -7,7 +7,7 @@ import io
 import queue
 import threading
 
-from ui_helpers import Stepper, wait_for
+from ui_helpers import ChatLink, Stepper, wait_for
 
 from solarian_agent.core.messages import AgentState
 from solarian_agent.models.scripted import reply
@@ -128,20 +128,7 @@ def test_chat_over_ros_without_the_ros_interfaces_is_a_clear_error():
 
 
 def test_quiet_chat_prints_only_the_conversation():
-    class Link:
-        def __init__(self) -> None:
-            self.cbs: dict[str, object] = {}
-
-        def on_state(self, cb):
-            self.cbs["state"] = cb
-
-        def on_event(self, cb):
-            self.cbs["event"] = cb
-
-        def message(self, text):
-            return {"ok": False, "reason": "the agent is not running"}
-
-    link = Link()
+    link = ChatLink()
     out = LockedIO()
     s = ChatSession(link, out, show_events=False)  # type: ignore[arg-type]
     s.start()

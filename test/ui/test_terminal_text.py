@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import yaml
+from ui_helpers import ChatLink
 
 from solarian_agent.core.messages import AgentEvent, AgentState, OperatorEvent
 from solarian_agent.testing.fake_model_server import FakeModelServer, Reply, ToolUse
@@ -45,23 +46,7 @@ def test_the_demo_prints_a_models_summary_escaped(tmp_path: Path, capsys, monkey
 
 
 def test_the_chat_prints_what_the_agent_says_escaped():
-    class Link:
-        def __init__(self) -> None:
-            self.cbs: dict[str, object] = {}
-
-        def on_state(self, cb):
-            self.cbs["state"] = cb
-
-        def on_event(self, cb):
-            self.cbs["event"] = cb
-
-        def on_operator(self, cb):
-            self.cbs["operator"] = cb
-
-        def message(self, text):
-            return {"ok": False, "reason": "refused \x1b[31mred\x1b[0m"}
-
-    link = Link()
+    link = ChatLink({"ok": False, "reason": "refused \x1b[31mred\x1b[0m"})
     out = io.StringIO()
     s = ChatSession(link, out, show_events=True, color=True)  # type: ignore[arg-type]
     s.start()

@@ -224,6 +224,27 @@ class TriggerServer:
                               bus.create_service(names.ESTOP_RESET, names.T_TRIGGER, reset))
 
 
+class ChatLink:
+    """An AgentLink for the terminal chat's tests: the callbacks it was given, by kind, and a
+    fixed answer to every message."""
+
+    def __init__(self, answer: dict[str, Any] | None = None) -> None:
+        self.cbs: dict[str, Any] = {}
+        self.answer = answer or {"ok": False, "reason": "the agent is not running"}
+
+    def on_state(self, cb: Any) -> None:
+        self.cbs["state"] = cb
+
+    def on_event(self, cb: Any) -> None:
+        self.cbs["event"] = cb
+
+    def on_operator(self, cb: Any) -> None:
+        self.cbs["operator"] = cb
+
+    def message(self, text: str) -> dict[str, Any]:
+        return dict(self.answer)
+
+
 class RecordingLink(BusLink):
     """The real BusLink whose agent commands are recorded instead of sent."""
 

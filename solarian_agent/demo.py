@@ -31,8 +31,8 @@ DEFAULT_TASK = ("put the red cup on the tray and the yellow paper in the bin, th
 class Printer:
     """Turns agent events into lines a person can follow."""
 
-    def __init__(self, out: Any = sys.stdout, verbose: bool = False) -> None:
-        self.out = out
+    def __init__(self, out: Any = None, verbose: bool = False) -> None:
+        self.out = out  # None: whatever sys.stdout is when a line is printed
         self.verbose = verbose
 
     def __call__(self, ev: AgentEvent) -> None:
@@ -70,7 +70,7 @@ class Printer:
         elif k == "run_ended":
             line = f"run ended: {d.get('status')} - {d.get('summary')} ({d.get('turns')} turns)"
         if line:  # one event, one line: whatever a model or a skill said, escaped
-            print(for_terminal(line), file=self.out, flush=True)
+            print(for_terminal(line), file=self.out or sys.stdout, flush=True)
 
 
 def final_check(system: Any, timeout_s: float = 5.0) -> dict[str, Any]:

@@ -51,7 +51,7 @@ def test_each_run_in_one_process_opens_its_own_episode(tmp_path):
         # each episode has its own turn 0001 (nothing overwritten), its images beside it
         turn = json.loads((log / "turns" / "0001.json").read_text())
         texts = [c.get("text", "") for m in turn["input"]["messages"] for c in m["content"]]
-        assert f"Task: {task}" in texts
+        assert f'Task from the operator: ⟦operator: "{task}"⟧' in texts
         files = [c["file"] for m in turn["input"]["messages"] for c in m["content"]
                  if c["type"] == "image"]
         assert files and all((log / f).is_file() for f in files)

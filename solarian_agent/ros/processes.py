@@ -30,9 +30,38 @@ import yaml
 PKG_ROOT = Path(__file__).resolve().parents[2]  # the source tree (or site-packages)
 
 
+DOMAINS = range(1, 201)  # Fast DDS's port scheme leaves room for 0..232 on one host
+_LEASES: dict[int, Any] = {}  # domain -> the open lock file that holds it
+
+
 def free_domain() -> int:
-    """A DDS domain for one graph (tests of other checkouts may run at the same time)."""
-    return random.SystemRandom().randint(1, 200)
+    """A DDS domain no other process on this host holds: graphs of concurrent test runs (other
+    checkouts, other users) never see each other's nodes.  Held by an exclusive ``flock`` on
+    ``$TMPDIR/solarian-ros-domain-<N>.lock`` until :func:`release_domain` or this process ends
+    (the kernel drops the lock with the process, however it ends)."""
+    import fcntl
+    import tempfile
+
+    order = list(DOMAINS)
+    random.SystemRandom().shuffle(order)
+    for d in order:
+        if d in _LEASES:
+            continue
+        f = open(Path(tempfile.gettempdir()) / f"solarian-ros-domain-{d}.lock", "a")  # noqa: SIM115
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.close()
+            continue
+        _LEASES[d] = f
+        return d
+    raise RuntimeError(f"no free ROS domain among {DOMAINS.start}..{DOMAINS.stop - 1}")
+
+
+def release_domain(domain: int | None) -> None:
+    f = _LEASES.pop(domain, None) if domain is not None else None
+    if f is not None:
+        f.close()  # closing the file drops the lock
 
 
 def _die_with_parent() -> None:
@@ -198,6 +227,8 @@ class NodeProcesses:
             codes[name] = p.wait(max(0.1, end - time.monotonic()))
         for p in self.procs.values():
             p.kill_group()
+        if self.own_domain:
+            release_domain(self.domain)  # the graph is gone: another one may use it
         return codes
 
     def outputs(self, tail: int = 3000) -> str:
@@ -205,4 +236,4 @@ class NodeProcesses:
                          for n, p in self.procs.items())
 
 
-__all__ = ["NodeProcesses", "Proc", "free_domain"]
+__all__ = ["NodeProcesses", "Proc", "free_domain", "release_domain"]

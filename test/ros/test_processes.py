@@ -3,16 +3,13 @@ SIGKILL, when no clean-up can run) and reaped group by group on close."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-
-import pytest
-
-pytestmark = pytest.mark.usefixtures("real_ros")
 
 
 def _alive(pid: int) -> bool:
@@ -65,3 +62,20 @@ def test_close_reaps_a_node_that_ignores_sigint(real_ros, tmp_path):
     codes = g.close(timeout_s=2.0)
     assert codes["sim_world"] is None  # it did not exit by itself ...
     assert p.popen.poll() == -signal.SIGKILL  # ... and was killed with its group
+
+
+def test_concurrent_processes_never_share_a_domain(tmp_path):
+    """Each graph's DDS domain is held by a lock: another process on this host (another test
+    run, another checkout) is never given it while it is held."""
+    from solarian_agent.ros.processes import free_domain, release_domain
+
+    mine = {free_domain() for _ in range(20)}
+    code = ("from solarian_agent.ros.processes import free_domain\n"
+            "print(sorted({free_domain() for _ in range(150)}))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=60)
+    theirs = set(json.loads(r.stdout))
+    assert len(mine) == 20 and len(theirs) == 150
+    assert not mine & theirs
+    for d in mine:
+        release_domain(d)

@@ -13,7 +13,8 @@ setup(
     include_package_data=True,
     package_data={"solarian_agent": ["py.typed", "data/*", "data/**/*"]},
     data_files=[
-        ("share/solarian_agent/config", glob("config/*.yaml") + glob("config/*.rviz")),
+        ("share/solarian_agent/config", glob("config/*.yaml") + glob("config/*.rviz")
+         + glob("config/*.xml")),
         ("share/solarian_agent/config/skills", glob("config/skills/*.yaml")),
         ("share/solarian_agent/launch", glob("launch/*.py")),
         ("share/solarian_agent/urdf", glob("urdf/*")),

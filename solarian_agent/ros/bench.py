@@ -31,7 +31,7 @@ from typing import Any
 
 from . import launch_plan
 from .components import share_dir
-from .processes import NodeProcesses, free_domain
+from .processes import NodeProcesses, free_domain, with_dds_profile
 
 TASK = "put the red cup on the tray and the yellow paper in the bin"
 CONTROL_PERIOD_S = 0.02  # config/controller.yaml's control_period_s
@@ -134,6 +134,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     from .probe import Probe, wait_until
 
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # for the probes
+    with_dds_profile(os.environ)  # type: ignore[arg-type]
     window = 10.0 if quick else 30.0
     n = 10 if quick else 30
     rows: list[dict[str, Any]] = []

@@ -30,6 +30,27 @@ import yaml
 PKG_ROOT = Path(__file__).resolve().parents[2]  # the source tree (or site-packages)
 
 
+DDS_PROFILE_VARS = ("FASTRTPS_DEFAULT_PROFILES_FILE", "FASTDDS_DEFAULT_PROFILES_FILE")
+
+
+def dds_profile() -> Path:
+    """The package's Fast DDS profile (config/fastdds.xml: camera frames fit shared memory)."""
+    from .components import share_dir
+
+    return share_dir() / "config" / "fastdds.xml"
+
+
+def with_dds_profile(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with the package's Fast DDS profile, unless one is set already or another RMW
+    implementation is chosen."""
+    rmw = env.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
+    if rmw == "rmw_fastrtps_cpp" and not any(env.get(v) for v in DDS_PROFILE_VARS):
+        profile = dds_profile()
+        if profile.is_file():
+            env["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(profile)
+    return env
+
+
 DOMAINS = range(1, 201)  # Fast DDS's port scheme leaves room for 0..232 on one host
 _LEASES: dict[int, Any] = {}  # domain -> the open lock file that holds it
 
@@ -150,7 +171,7 @@ class NodeProcesses:
             env["ROS_DOMAIN_ID"] = str(self.domain)
         if self.own_domain:  # a graph of its own: kept off the network too
             env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-        return env
+        return with_dds_profile(env)
 
     def command(self, executable: str, name: str, parameters: Mapping[str, Any],
                 remappings: Sequence[tuple[str, str]] = (), namespace: str | None = None,
@@ -236,4 +257,5 @@ class NodeProcesses:
                          for n, p in self.procs.items())
 
 
-__all__ = ["NodeProcesses", "Proc", "free_domain", "release_domain"]
+__all__ = ["DDS_PROFILE_VARS", "NodeProcesses", "Proc", "dds_profile", "free_domain",
+           "release_domain", "with_dds_profile"]

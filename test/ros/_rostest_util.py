@@ -33,6 +33,9 @@ def prepare_environment() -> None:
     os.environ["AMENT_PREFIX_PATH"] = os.pathsep.join(parts)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ["RCUTILS_COLORIZED_OUTPUT"] = "0"
+    from solarian_agent.ros.processes import with_dds_profile
+
+    with_dds_profile(os.environ)  # type: ignore[arg-type]  # as the graph's nodes get it
 
 
 def ros_problem() -> str | None:

@@ -111,8 +111,11 @@ def side_by_side(results: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dic
     for sim, runs in results.items():
         s = summary(runs)
 
-        def baseline(key: str, unit: str, is_base: bool = sim == base_name) -> str:
-            return "(the baseline)" if is_base else f"{base_name} {base[key]:.1f}{unit}"
+        def baseline(key: str, unit: str, is_base: bool = sim == base_name,
+                     digits: int = 1) -> str:
+            # the baseline at the precision of the row's own value, so the two compare
+            return ("(the baseline)" if is_base
+                    else f"{base_name} {round(base[key], digits):.{digits}f}{unit}")
 
         rows += [
             {"name": f"backend {sim}: harness success", "value": s["success"], "unit": "%",
@@ -122,7 +125,7 @@ def side_by_side(results: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dic
             {"name": f"backend {sim}: planner turns per episode", "value": round(s["turns"], 1),
              "unit": "turns", "baseline": baseline("turns", ""), "note": "rules planner"},
             {"name": f"backend {sim}: wall seconds per episode", "value": round(s["wall_s"], 2),
-             "unit": "s", "baseline": baseline("wall_s", " s"),
+             "unit": "s", "baseline": baseline("wall_s", " s", digits=2),
              "note": f"{s['sim_s']:.1f} s simulated per episode, cameras at 10 Hz"},
         ]
     return rows

@@ -76,14 +76,11 @@ def _frames(probe: Any, topic: str, seconds: float) -> tuple[float, float]:
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         got.append((time.time(), stamp))
 
-    from .probe import qos, ros_type
-
-    sub = probe.node.create_subscription(ros_type("sensor_msgs/msg/Image"), topic, cb,
-                                         qos("sensor"))
+    sub = probe.subscribe("sensor_msgs/msg/Image", topic, cb, "sensor")
     time.sleep(1.0)  # matched
     got.clear()
     time.sleep(seconds)
-    probe.node.destroy_subscription(sub)
+    probe.unsubscribe(sub)
     if len(got) < 2:
         return float("nan"), 0.0
     lat = statistics.median(t - s for t, s in got)

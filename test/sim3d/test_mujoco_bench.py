@@ -27,7 +27,7 @@ def test_both_backends_side_by_side_then_the_3d_domain_shift() -> None:
         assert by[f"backend {sim}: wall seconds per episode"]["value"] > 0
     assert by["backend 2d: harness success"]["baseline"] == "(the baseline)"
     two_d = by["backend 2d: wall seconds per episode"]["value"]
-    assert by["backend mujoco: wall seconds per episode"]["baseline"] == f"2d {two_d:.1f} s"
+    assert by["backend mujoco: wall seconds per episode"]["baseline"] == f"2d {two_d:.2f} s"
     assert by["backend mujoco: harness success"]["value"] == 100.0  # seed 1, no faults
     for regime in regimes:
         for what in ("harness success", "perception accuracy"):

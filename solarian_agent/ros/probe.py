@@ -198,7 +198,8 @@ class Probe:
     def generation(self, timeout_s: float = 30.0) -> int:
         got = self.messages("solarian_agent/msg/Generation", "skills/generation", "latched",
                             timeout_s=timeout_s)
-        assert got, "no latched skills/generation"
+        assert got, (f"no latched skills/generation (probe spin thread alive: "
+                     f"{self.thread.is_alive()}, spin errors: {self.spin_errors})")
         return int(got[-1].value)
 
     # the graph -----------------------------------------------------------------------------

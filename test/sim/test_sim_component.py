@@ -7,42 +7,19 @@ import pytest
 
 from solarian_agent.arm.kinematics import ArmModel
 from solarian_agent.core import names
-from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.messages import CameraInfo, Image, JointCommand, JointState
-from solarian_agent.core.transport import Bus, QoS
 from solarian_agent.sim.component import (
-    T_SIM_TRUTH,
     SimRates,
-    SimWorldComponent,
 )
 from solarian_agent.sim.ideal import run_ideal_episode
 from solarian_agent.sim.render import Renderer
+from solarian_agent.sim.rig import SimRig
 from solarian_agent.sim.world import World
 
-DT = 0.02
-DEEP = QoS(depth=1000)
 
-
-class Rig:
+class Rig(SimRig):
     def __init__(self, arm: ArmModel, rates: SimRates = SimRates()) -> None:
-        self.bus = Bus()
-        self.clock = FakeClock()
-        self.world = World(arm, seed=5)
-        self.sim = SimWorldComponent(self.bus, self.clock, self.world, Renderer(arm), rates)
-        self.js = self.bus.subscribe(names.JOINT_STATES, names.T_JOINT_STATE, qos=DEEP)
-        self.imgs = {c: self.bus.subscribe(names.image_topic(c), names.T_IMAGE, qos=DEEP)
-                     for c in ("overhead", "wrist")}
-        self.truth = self.bus.subscribe(names.SIM_TRUTH, T_SIM_TRUTH)
-        self.cmd = self.bus.publisher(names.JOINT_COMMANDS, names.T_JOINT_COMMAND)
-
-    def run(self, seconds: float) -> None:
-        for _ in range(int(round(seconds / DT))):
-            self.clock.advance(DT)
-            self.sim.step(DT)
-
-    def command(self, **joints: float) -> None:
-        self.cmd.publish(JointCommand(stamp=self.clock.now(), name=tuple(joints),
-                                      position=tuple(joints.values())))
+        super().__init__(World(arm, seed=5), Renderer(arm), rates)
 
 
 @pytest.fixture

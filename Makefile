@@ -19,6 +19,9 @@ $(STAMP): setup.py pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $(STAMP)
 
+# ROS 2 Jazzy from PyPI wheels (ros-jazzy-rclpy[fastrtps], the message packages and the
+# interface generators, pinned in requirements-ros-wheels.txt); then the package's interfaces
+# built from CMakeLists.txt into build/ros/install
 $(ROS_WHEELS): requirements-ros-wheels.txt $(STAMP)
 	$(PY) scripts/ros_wheels.py install
 	touch $(ROS_WHEELS)

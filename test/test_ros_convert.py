@@ -328,19 +328,21 @@ class _RclpyLike:
 
 def test_rclpy_coerce_builds_what_rosidl_accepts():
     c = _RclpyLike
-    pos = cv.rclpy_coerce(c, "position", (0.5, 1.0))
+    from solarian_agent.ros.codec import rclpy_coerce
+
+    pos = rclpy_coerce(c, "position", (0.5, 1.0))
     assert isinstance(pos, array.array) and pos.typecode == "d" and list(pos) == [0.5, 1.0]
-    data = cv.rclpy_coerce(c, "data", np.arange(5, dtype=np.uint8).reshape(1, 5))
+    data = rclpy_coerce(c, "data", np.arange(5, dtype=np.uint8).reshape(1, 5))
     assert isinstance(data, array.array) and data.typecode == "B" and list(data) == [0, 1, 2,
                                                                                       3, 4]
-    raw = cv.rclpy_coerce(c, "data", b"\x01\x02")
+    raw = rclpy_coerce(c, "data", b"\x01\x02")
     assert list(raw) == [1, 2]
-    k = cv.rclpy_coerce(c, "k", [1.0] * 9)
+    k = rclpy_coerce(c, "k", [1.0] * 9)
     assert isinstance(k, np.ndarray) and k.dtype == np.float64
-    assert cv.rclpy_coerce(c, "name", ("a", "b")) == ["a", "b"]
-    box = cv.rclpy_coerce(c, "box", [1, 2, 3, 4])
+    assert rclpy_coerce(c, "name", ("a", "b")) == ["a", "b"]
+    box = rclpy_coerce(c, "box", [1, 2, 3, 4])
     assert box.typecode == "i"
-    assert cv.rclpy_coerce(c, "label", "x") == "x"
+    assert rclpy_coerce(c, "label", "x") == "x"
     # and what rclpy hands back (array.array) reads as the core expects
     assert cv.from_ros(names.T_JOINT_STATE, type("M", (), {
         "header": type("H", (), {"stamp": type("T", (), {"sec": 1, "nanosec": 0})(),

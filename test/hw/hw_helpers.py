@@ -10,7 +10,7 @@ from solarian_agent.hw.feetech.simbus import SimulatedBus
 
 # Per-answer timeout for tests: generous, so a loaded CI machine does not cause spurious
 # retries; tests that exercise timeouts pay it 3 times at most.
-TIMEOUT_S = 0.05
+TIMEOUT_S = 0.3
 
 
 def settle(sim: SimulatedBus, bus: FeetechBus) -> None:

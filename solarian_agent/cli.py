@@ -1,39 +1,56 @@
-"""``solarian-agent``: demo | bench | chat | eval-monitor | label-ticks | view-episode |
-attach-logs | launch | bag-repair | arm | calibrate-camera.  Subcommands import their modules
-lazily, so ``--help`` is instant."""
+"""``solarian-agent COMMAND``: demo | bench | chat | panel | eval-monitor | label-ticks |
+view-episode | attach-logs | launch | bag-repair | arm | calibrate-camera.
+
+Subcommands import their modules lazily, so ``--help`` is instant.  The conventions every
+command keeps (:mod:`.cli_common`): ``--help`` on each, ``--log-level`` / ``-v`` on each (also
+given before the command), a usage error is one line on stderr with exit status 2, Ctrl-C
+exits 130 without a traceback, a missing optional extra names the pip line that installs it.
+"""
 
 from __future__ import annotations
 
-import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+from .cli_common import CliParser, MissingExtraError, fail, install_hint, version
+
+PROG = "solarian-agent"
 
 
 def _bench(argv: Sequence[str]) -> int:
     from . import benchmarks
 
-    p = argparse.ArgumentParser(prog="solarian-agent bench",
-                                description="Run benchmarks and print a table.")
-    p.add_argument("suites", nargs="*", help=f"suites (default all): "
-                                              f"{', '.join(benchmarks.SUITES)}")
+    p = CliParser(prog=f"{PROG} bench",
+                  description="Run benchmarks: progress per suite on stderr, then a table "
+                              "(at most 100 columns) or, with --json, the rows as JSON.")
+    p.add_argument("suites", nargs="*", metavar="SUITE",
+                   help=f"suites to run (default all): {', '.join(benchmarks.SUITES)}")
     p.add_argument("--quick", action="store_true", help="fewer repetitions (for CI smoke)")
     p.add_argument("--sim", choices=("2d", "mujoco", "all"), default="all",
                    help="simulator backends of the sim and tidy suites (default all: side by "
                         "side)")
+    p.add_argument("--json", action="store_true",
+                   help="print the rows as one JSON list (for scripts) instead of the table")
     a = p.parse_args(list(argv))
+    unknown = [s for s in a.suites if s not in benchmarks.SUITES]
+    if unknown:
+        p.error(f"unknown suite {unknown[0]!r}; suites: {', '.join(benchmarks.SUITES)}")
     sims = ("2d", "mujoco") if a.sim == "all" else (a.sim,)
-    rows = benchmarks.run(a.suites or None, quick=a.quick, sims=sims)
-    print(benchmarks.format_table(rows))
+
+    def progress(line: str) -> None:
+        print(f"bench {line}", file=sys.stderr, flush=True)
+
+    rows = benchmarks.run(a.suites or None, quick=a.quick, sims=sims, progress=progress)
+    if a.json:
+        import json
+
+        print(json.dumps(rows, indent=1, default=str))
+    else:
+        print(benchmarks.format_table(rows))
     return 0
 
 
-def _demo(argv: Sequence[str]) -> int:
-    from .demo import main
-
-    return main(argv)
-
-
-def _lazy(module: str, func: str):  # type: ignore[no-untyped-def]
+def _lazy(module: str, func: str) -> Callable[[Sequence[str]], int]:
     def run(argv: Sequence[str]) -> int:
         import importlib
 
@@ -43,12 +60,14 @@ def _lazy(module: str, func: str):  # type: ignore[no-untyped-def]
     return run
 
 
-COMMANDS = {
-    "demo": (_demo, "tidy the simulated table end to end (offline by default)"),
+COMMANDS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
+    "demo": (_lazy("solarian_agent.demo", "main"),
+             "tidy the simulated table end to end (offline by default)"),
     "bench": (_bench, "run the benchmarks and print a table"),
-    "chat": (_lazy("solarian_agent.ui.chat", "main_chat"), "terminal chat with the agent"),
-    "panel": (_lazy("solarian_agent.demo", "main_panel"),
-              "serve the operator panel over an embedded simulated robot"),
+    "chat": (_lazy("solarian_agent.ui.chat", "main_chat"),
+             "terminal chat with the agent (embedded robot, or --ros)"),
+    "panel": (_lazy("solarian_agent.ui.panel_cli", "main_panel"),
+              "the operator panel (a web page) over the embedded robot, or --ros"),
     "eval-monitor": (_lazy("solarian_agent.monitor_eval", "main_eval"),
                      "evaluate monitor questions on labelled ticks"),
     "label-ticks": (_lazy("solarian_agent.monitor_eval", "main_label"),
@@ -68,20 +87,57 @@ COMMANDS = {
                          "calibrate a camera: intrinsics, then its pose relative to the arm"),
 }
 
+GLOBAL_FLAGS = ("-v", "-vv", "-vvv", "--verbose")
+
+
+def usage() -> str:
+    lines = [f"usage: {PROG} [--version] [--log-level LEVEL] [-v] COMMAND [ARGS]", "",
+             "commands:"]
+    lines += [f"  {name:<17} {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", f"{PROG} COMMAND --help shows a command's options.  Every command takes "
+                  "--log-level\n(debug, info, warning, error) and -v (-vv: debug)."]
+    return "\n".join(lines)
+
+
+def split_global(args: list[str]) -> tuple[list[str], list[str]]:
+    """Logging options given before the command -> (those, the rest)."""
+    front: list[str] = []
+    while args:
+        a = args[0]
+        if a in GLOBAL_FLAGS or a.startswith("--log-level="):
+            front.append(args.pop(0))
+        elif a == "--log-level" and len(args) > 1:
+            front += [args.pop(0), args.pop(0)]
+        else:
+            break
+    return front, args
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    front, args = split_global(args)
+    if args and args[0] in ("-V", "--version"):
+        print(f"{PROG} {version()}")
+        return 0
     if not args or args[0] in ("-h", "--help"):
-        print("usage: solarian-agent COMMAND [ARGS]\n\ncommands:")
-        for name, (_, help_) in COMMANDS.items():
-            print(f"  {name:<17} {help_}")
+        print(usage(), file=sys.stdout if args else sys.stderr)
         return 0 if args else 2
     cmd = COMMANDS.get(args[0])
     if cmd is None:
-        print(f"solarian-agent: unknown command {args[0]!r}; commands: "
-              f"{', '.join(COMMANDS)}", file=sys.stderr)
-        return 2
-    return cmd[0](args[1:])
+        return fail(PROG, f"error: unknown command {args[0]!r}; commands: "
+                          f"{', '.join(COMMANDS)} (see --help)")
+    try:
+        return cmd[0]([*args[1:], *front])
+    except KeyboardInterrupt:
+        print(f"{PROG} {args[0]}: interrupted", file=sys.stderr)
+        return 130
+    except MissingExtraError as e:
+        return fail(f"{PROG} {args[0]}", str(e))
+    except ModuleNotFoundError as e:  # an optional extra the command imports
+        if e.name and e.name.split(".")[0] in ("starlette", "uvicorn", "anthropic", "openai",
+                                               "rclpy", "selenium"):
+            return fail(f"{PROG} {args[0]}", install_hint(e.name, args[0]))
+        raise
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .cli_common import CliParser
 from .core import names
-from .core.config import load_agent_config
 from .core.errors import ConfigError, CoreError
 from .core.messages import AgentEvent, Generation, SkillGoal
 from .core.text import for_terminal
@@ -102,7 +102,7 @@ def _free_dir(path: Path) -> Path:
 
 
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="solarian-agent demo", description=__doc__)
+    p = CliParser(prog="solarian-agent demo", description=__doc__)
     p.add_argument("task", nargs="?", default=DEFAULT_TASK)
     p.add_argument("--seed", type=int, default=7, help="table layout and fault seed")
     p.add_argument("--sim", choices=SIM_BACKENDS, default=DEFAULT_BACKEND,
@@ -120,7 +120,6 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--no-record", dest="record", action="store_false")
     p.add_argument("--realtime", action="store_true", help="pace the simulation in real time")
     p.add_argument("--timeout", type=float, default=600.0, help="simulated seconds allowed")
-    p.add_argument("-v", "--verbose", action="store_true")
     return p.parse_args(list(argv))
 
 
@@ -128,10 +127,10 @@ def main(argv: Sequence[str] = ()) -> int:
     a = _parse(argv)
     from .core.episode_log import session_name
     from .sim.faults import FaultConfig
-    from .system import build_sim_system, default_config_path
+    from .system import build_sim_system, load_config
 
     try:
-        cfg = load_agent_config(a.config or default_config_path())
+        cfg = load_config(a.config)
         if a.monitor == "none":
             from dataclasses import replace
 
@@ -201,88 +200,6 @@ def main(argv: Sequence[str] = ()) -> int:
         print("FAILED: the table is not tidy")
         return 1
     print("OK: the table is tidy")
-    return 0
-
-
-PANEL_TOKEN_ENV = "SOLARIAN_PANEL_TOKEN"
-
-
-def _parse_panel(argv: Sequence[str]) -> tuple[argparse.Namespace, str | None]:
-    """The panel's arguments and its access token (generated when it listens beyond
-    loopback and none is given).  A bad value is a one-line usage error (exit 2)."""
-    import os
-
-    from .ui.panel_door import DoorPolicy, is_loopback, new_secret
-
-    p = argparse.ArgumentParser(
-        prog="solarian-agent panel",
-        description="The operator panel over an embedded simulated robot.  It listens on "
-                    "127.0.0.1 unless --host says otherwise; beyond loopback every request "
-                    f"needs an access token (--token, ${PANEL_TOKEN_ENV}, or one generated "
-                    "and printed at start).")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address or name to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8765)
-    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                   help="another Host name the panel answers to (repeatable)")
-    p.add_argument("--token", default=None,
-                   help=f"the access token (at least 16 characters; else ${PANEL_TOKEN_ENV})")
-    p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--sim", choices=SIM_BACKENDS, default=DEFAULT_BACKEND,
-                   help="simulator: 2d (default) or mujoco (3D physics)")
-    a = p.parse_args(list(argv))
-    if not 0 <= a.port < 65536:
-        p.error(f"--port {a.port}: expected 0..65535")
-    token = a.token if a.token is not None else os.environ.get(PANEL_TOKEN_ENV) or None
-    if token is not None and (len(token) < 16 or not token.isprintable() or " " in token):
-        p.error("--token: expected at least 16 printable characters without spaces")
-    if token is None and not is_loopback(a.host):
-        token = new_secret()
-    try:
-        DoorPolicy.for_bind(a.host, a.allow_host, token)
-    except ValueError as e:
-        p.error(str(e))
-    return a, token
-
-
-def main_panel(argv: Sequence[str] = ()) -> int:
-    from .core.episode_log import session_name
-    from .system import build_sim_system
-    from .ui.panel import serve_panel
-
-    a, token = _parse_panel(argv)
-    try:
-        system = build_sim_system(seed=a.seed, realtime=True,  # one episode per task
-                                  log_root=Path("recordings") / "controller",
-                                  session=session_name("panel"), sim_backend=a.sim)
-    except CoreError as e:
-        print(f"solarian-agent panel: the {a.sim} simulator cannot start: {e}", file=sys.stderr)
-        return 1
-    try:
-        handle = serve_panel(system.bus, system.clock, a.host, a.port, access_token=token,
-                             allow_hosts=a.allow_host)
-    except (OSError, RuntimeError, ValueError) as e:
-        system.shutdown()
-        print(f"solarian-agent panel: {e}", file=sys.stderr)
-        return 1
-    url = handle.entry_url
-    if a.host in ("0.0.0.0", "::"):  # a wildcard: name this machine instead
-        import socket
-
-        url = url.replace(f"//{'[::]' if a.host == '::' else a.host}:",
-                          f"//{socket.gethostname()}:", 1)
-    print(f"operator panel on {url}  (Ctrl+C to stop)", flush=True)
-    if token is not None:
-        print("every request needs the access token above; the page keeps it in a cookie",
-              flush=True)
-    try:
-        while True:
-            system.runtime.step()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        handle.stop()
-        system.shutdown()
     return 0
 
 

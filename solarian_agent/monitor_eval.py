@@ -30,7 +30,6 @@ a tree of them), whose ``monitor_tick`` events name the frames the monitor saw; 
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -44,6 +43,7 @@ import cv2
 import numpy as np
 import yaml
 
+from .cli_common import CliParser
 from .core.monitor import (
     BELOW_FLOOR,
     MET,
@@ -203,7 +203,7 @@ def _keys(question: Any) -> list[str]:
 
 def main_label(argv: Sequence[str] | None = None, stdin: IO[str] | None = None,
                stdout: IO[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="label-ticks", description="Label recorded monitor "
+    ap = CliParser(prog="label-ticks", description="Label recorded monitor "
                                  "ticks: keys 1-4 label, s unsure, b back, q quit.")
     ap.add_argument("ticks", type=Path)
     ap.add_argument("--skill", type=Path, default=None)
@@ -534,7 +534,7 @@ def make_backend(name: str, model: str | None, reasoning: str | None) -> VisionB
 
 def main_eval(argv: Sequence[str] | None = None, stdout: IO[str] | None = None,
               backend: VisionBackend | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="eval-monitor", description="Evaluate monitor "
+    ap = CliParser(prog="eval-monitor", description="Evaluate monitor "
                                  "questions on labelled ticks.")
     ap.add_argument("ticks", type=Path)
     ap.add_argument("--skill", type=Path, default=None)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -15,8 +15,9 @@ from typing import Any
 from .arm.kinematics import ArmModel
 from .core import monitor as core_monitor
 from .core.clock import Clock, FakeClock, SystemClock
-from .core.config import AgentConfig, load_agent_config
+from .core.config import AgentConfig, load_agent_config, read_yaml
 from .core.episode_log import Recorder, register_secret, session_name
+from .core.errors import ConfigError
 from .core.executor import SkillExecutor
 from .core.monitor import MonitorEngine
 from .core.planner import InlineCaller, ModelCaller, Planner, ThreadCaller
@@ -69,6 +70,41 @@ def default_config_path() -> Path:
     from .arm.kinematics import default_urdf_path
 
     return default_urdf_path().parent.parent / "config" / "controller.yaml"
+
+
+def load_config(path: str | Path | None = None) -> AgentConfig:
+    """The configuration a user's file makes: its ``agent:`` block laid over the shipped
+    ``config/controller.yaml`` (so an empty file, or one that only picks the planner, runs
+    with every shipped default, cameras included); None: the shipped file itself."""
+    shipped = default_config_path()
+    if path is None or Path(path).expanduser().resolve() == shipped.resolve():
+        return load_agent_config(shipped)
+    doc = read_yaml(shipped) or {}
+    defaults = doc.get("agent") if isinstance(doc, dict) else None
+    return load_agent_config(path, defaults=dict(defaults or {}))
+
+
+def with_models(cfg: AgentConfig, *, monitor: str | None = None) -> AgentConfig:
+    """``cfg`` with the monitor provider a command line picked (``none``: no monitor)."""
+    if monitor is None:
+        return cfg
+    if monitor == "none":
+        return replace(cfg, monitor=None)
+    from .core.config import MONITOR_PROVIDERS, MonitorConfig
+
+    if monitor not in MONITOR_PROVIDERS:
+        raise ConfigError("monitor", f"{monitor!r} is not a monitor provider; allowed: none, "
+                                     f"{', '.join(MONITOR_PROVIDERS)}")
+    return replace(cfg, monitor=replace(cfg.monitor or MonitorConfig(), provider=monitor))
+
+
+def check_cameras(cfg: AgentConfig, robot_cameras: Sequence[str], robot: str) -> None:
+    """Every camera of ``agent.cameras`` is one the robot has (a typo is an error naming
+    it)."""
+    for i, cam in enumerate(cfg.cameras):
+        if cam not in robot_cameras:
+            raise ConfigError(f"agent.cameras[{i}]", f"{robot} has no camera {cam!r}; its "
+                                                     f"cameras: {', '.join(robot_cameras)}")
 
 
 def build_planner_provider(cfg: AgentConfig, name: str | None = None) -> ModelProvider:
@@ -157,7 +193,7 @@ def build_sim_system(
 ) -> SimSystem:
     """Every component on one bus over the simulator backend ``sim_backend`` (``2d`` or
     ``mujoco``; ``style`` is its renderer's look)."""
-    cfg = config or load_agent_config(default_config_path())
+    cfg = config or load_config()
     # the simulated clock starts at the real time, so bag stamps and ISO times are plausible
     clock: Clock = SystemClock() if realtime else FakeClock(epoch=time.time())
     bus = Bus()
@@ -165,6 +201,11 @@ def build_sim_system(
     model = ArmModel.default()
     backend = build_backend(sim_backend, model, seed=seed, faults=faults, style=style)
     world, renderer = backend.world, backend.renderer
+    try:
+        check_cameras(cfg, list(renderer.cameras), f"the {sim_backend} simulator")
+    except ConfigError:
+        backend.close()
+        raise
     sim = SimWorldComponent(bus, clock, world, renderer, SimRates())
     arm = ArmPort(bus, clock, model)
     cams = CameraPort(bus, {c: renderer.camera(c) for c in renderer.cameras})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 
@@ -32,15 +32,42 @@ SUITES = {
 }
 
 
-def format_table(rows: Iterable[dict[str, Any]]) -> str:
+COLUMNS = ("suite", "name", "value", "unit", "baseline", "note")
+_WRAPPED = {"name": 18, "baseline": 14, "note": 14}  # wrappable columns: their least width
+
+
+def format_table(rows: Iterable[dict[str, Any]], width: int = 100) -> str:
+    """The rows as a text table at most ``width`` columns wide: the name, baseline and note
+    columns wrap (the widest first narrowed) when the natural widths do not fit."""
+    import textwrap
+
     rows = list(rows)
-    cols = ["suite", "name", "value", "unit", "baseline", "note"]
-    cells = [[_fmt(r.get(c, "")) for c in cols] for r in rows]
+    cols = list(COLUMNS)
+    cells = [[" ".join(_fmt(r.get(c, "")).split()) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) if cells else len(c)
               for i, c in enumerate(cols)]
-    line = "  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True))
-    out = [line, "  ".join("-" * w for w in widths)]
-    out += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
+    budget = width - 2 * (len(cols) - 1)
+    while sum(widths) > budget:
+        shrinkable = [i for i, c in enumerate(cols)
+                      if c in _WRAPPED and widths[i] > _WRAPPED[c]]
+        if not shrinkable:
+            break
+        i = max(shrinkable, key=lambda k: widths[k])
+        widths[i] -= 1
+
+    def lines_of(row: list[str]) -> list[str]:
+        parts = [textwrap.wrap(v, w, break_long_words=True, break_on_hyphens=False) or [""]
+                 if cols[i] in _WRAPPED else [v] for i, (v, w) in
+                 enumerate(zip(row, widths, strict=True))]
+        out = []
+        for k in range(max(len(p) for p in parts)):
+            out.append("  ".join((p[k] if k < len(p) else "").ljust(w)
+                                 for p, w in zip(parts, widths, strict=True)).rstrip())
+        return out
+
+    out = [lines_of(cols)[0], "  ".join("-" * w for w in widths)]
+    for row in cells:
+        out += lines_of(row)
     return "\n".join(out)
 
 
@@ -53,25 +80,33 @@ def _fmt(v: Any) -> str:
 
 
 def run(names: list[str] | None = None, quick: bool = False,
-        sims: tuple[str, ...] = ("2d",)) -> list[dict[str, Any]]:
+        sims: tuple[str, ...] = ("2d",),
+        progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Rows of the suites ``names`` (default all); suites that compare simulator backends get
-    ``sims`` (``2d``, ``mujoco``)."""
+    ``sims`` (``2d``, ``mujoco``).  ``progress`` is told as each suite starts and ends."""
     import inspect
+    import time
 
+    chosen = names or list(SUITES)
+    unknown = [n for n in chosen if n not in SUITES]
+    if unknown:
+        raise ValueError(f"unknown benchmark suite {unknown[0]!r}; suites: {', '.join(SUITES)}")
     rows: list[dict[str, Any]] = []
-    for name in names or list(SUITES):
-        mod_name = SUITES.get(name)
-        if mod_name is None:
-            raise SystemExit(f"unknown benchmark suite {name!r}; suites: {', '.join(SUITES)}")
+    for k, name in enumerate(chosen, 1):
+        say = progress or (lambda _line: None)
+        say(f"[{k}/{len(chosen)}] {name} ...")
+        t0 = time.monotonic()
         try:
-            mod = importlib.import_module(mod_name)
+            mod = importlib.import_module(SUITES[name])
         except ModuleNotFoundError as e:
             rows.append({"suite": name, "name": "(not available)", "value": "",
                          "note": str(e)})
+            say(f"[{k}/{len(chosen)}] {name}: not available ({e})")
             continue
         kw: dict[str, Any] = {"quick": quick}
         if "sims" in inspect.signature(mod.run).parameters:
             kw["sims"] = sims
-        for r in mod.run(**kw):
-            rows.append({"suite": name, **r})
+        got = [{"suite": name, **r} for r in mod.run(**kw)]
+        rows += got
+        say(f"[{k}/{len(chosen)}] {name}: {len(got)} rows in {time.monotonic() - t0:.1f} s")
     return rows

@@ -228,6 +228,8 @@ def load_dataclass(cls: type[T], data: dict[str, Any], path: str) -> T:
 
 
 def _post_validate(obj: Any, path: str) -> None:
+    if isinstance(obj, AgentConfig) and obj.cameras:
+        _check_camera_names(obj, path)
     if isinstance(obj, MonitorConfig):
         for cam, box in obj.close_ups.items():
             p = f"{path}.close_ups.{cam}"
@@ -243,6 +245,75 @@ def _post_validate(obj: Any, path: str) -> None:
             raise ConfigError(f"{path}.api_key_env",
                               "must name an environment variable (like OPENAI_API_KEY), "
                               "never hold a key")
+
+
+def _check_camera_names(cfg: AgentConfig, path: str) -> None:
+    """Every camera a setting names is one of ``cameras`` (a typo is an error naming it)."""
+    known = list(cfg.cameras)
+    dup = sorted({c for c in known if known.count(c) > 1})
+    if dup:
+        raise ConfigError(f"{path}.cameras", f"camera {dup[0]!r} is listed twice")
+    shown = ", ".join(known)
+    named: list[tuple[str, str]] = []
+    if cfg.monitor is not None:
+        named += [(f"{path}.monitor.close_ups.{c}", c) for c in cfg.monitor.close_ups]
+    if cfg.runtime.vision_camera:
+        named.append((f"{path}.runtime.vision_camera", cfg.runtime.vision_camera))
+    named += [(f"{path}.runtime.cameras[{i}]", c) for i, c in enumerate(cfg.runtime.cameras)]
+    for where, cam in named:
+        if cam not in known:
+            raise ConfigError(where, f"no camera is called {cam!r}; cameras ({path}.cameras): "
+                                     f"{shown}")
+
+
+def merge_blocks(cls: type, base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` laid on ``base``, both raw mappings of config dataclass ``cls``: a section (a
+    field whose type is a config dataclass) present in both is merged key by key; any other
+    value of ``over`` (a scalar, a list, a mapping such as ``close_ups``, null) replaces
+    ``base``'s whole."""
+    hints = typing.get_type_hints(cls)
+    out = dict(base)
+    for key, value in over.items():
+        section = _section_class(hints.get(key))
+        if section is not None and isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_blocks(section, out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _section_class(tp: Any) -> type | None:
+    if tp is None:
+        return None
+    if get_origin(tp) in (Union, types.UnionType):
+        found = [a for a in get_args(tp) if dataclasses.is_dataclass(a)]
+        return found[0] if found else None
+    return tp if dataclasses.is_dataclass(tp) and isinstance(tp, type) else None
+
+
+def _fit_defaults(block: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
+    """A user who lists their own ``cameras`` keeps the defaults' settings only for cameras
+    they list (the shipped wrist close-up does not become an error for a one-camera robot)."""
+    if "cameras" not in user or not isinstance(block.get("cameras"), list):
+        return block
+    cams = set(block["cameras"])
+    out = dict(block)
+    mon_user = user.get("monitor") if isinstance(user.get("monitor"), dict) else {}
+    mon = out.get("monitor")
+    if isinstance(mon, dict) and "close_ups" not in mon_user and isinstance(
+            mon.get("close_ups"), dict):
+        out["monitor"] = {**mon, "close_ups": {c: v for c, v in mon["close_ups"].items()
+                                               if c in cams}}
+    rt_user = user.get("runtime") if isinstance(user.get("runtime"), dict) else {}
+    rt = out.get("runtime")
+    if isinstance(rt, dict):
+        rt = dict(rt)
+        if "vision_camera" not in rt_user and rt.get("vision_camera") not in cams:
+            rt.pop("vision_camera", None)
+        if "cameras" not in rt_user and isinstance(rt.get("cameras"), list):
+            rt["cameras"] = [c for c in rt["cameras"] if c in cams]
+        out["runtime"] = rt
+    return out
 
 
 def read_yaml(path: str | Path, missing: str = "file not found") -> Any:
@@ -265,11 +336,17 @@ def yaml_block(path: str | Path, key: str, missing: str = "file not found") -> d
     return block
 
 
-def load_agent_config(source: str | Path | dict[str, Any], root: str = "agent") -> AgentConfig:
-    """Load the ``agent:`` block from a YAML file or an already-parsed mapping."""
+def load_agent_config(source: str | Path | dict[str, Any], root: str = "agent",
+                      defaults: dict[str, Any] | None = None, where: str = "") -> AgentConfig:
+    """Load the ``agent:`` block from a YAML file or an already-parsed mapping.
+
+    ``defaults``: a raw ``agent:`` block (the shipped configuration) the source's block is
+    laid over (:func:`merge_blocks`), so an empty file, or one that sets only the planner,
+    runs with every other default.  A top-level key other than ``root`` is an error naming it
+    (``agnet:`` never silently means "all defaults")."""
     if isinstance(source, dict):
         doc: Any = source
-        where = "<mapping>"
+        where = where or "<mapping>"
     else:
         where = str(source)
         doc = read_yaml(source)
@@ -277,9 +354,16 @@ def load_agent_config(source: str | Path | dict[str, Any], root: str = "agent") 
         doc = {}
     if not isinstance(doc, dict):
         raise ConfigError(root, f"{where} must hold a mapping at the top level")
+    if root:
+        unknown = sorted(str(k) for k in doc if k != root)
+        if unknown:
+            raise ConfigError(unknown[0], f"unknown top-level key in {where}; the "
+                                          f"configuration is the '{root}:' block")
     block = doc.get(root, {}) if root else doc
     if block is None:
         block = {}
     if not isinstance(block, dict):
         raise ConfigError(root, f"must be a mapping, got {type(block).__name__}")
+    if defaults is not None:
+        block = _fit_defaults(merge_blocks(AgentConfig, defaults, block), block)
     return load_dataclass(AgentConfig, block, root)

@@ -14,7 +14,6 @@ single-file MCAP bags rosbags' writer leaves.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
@@ -25,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from ..cli_common import CliParser
 from .bag_mcap import FileInfo, Topic, mcap_writer, write_metadata
 
 
@@ -193,7 +193,7 @@ def repair_bag(path: str | Path) -> RepairReport:
 
 
 def main_bag_repair(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
+    p = CliParser(
         prog="solarian-agent bag-repair",
         description="Recover what the last, unclosed MCAP file of a rosbag2 bag holds (after a "
                     "crash or kill -9) and write metadata.yaml for every file.")

@@ -201,6 +201,7 @@ class Bridge:
         self._client_goals: dict[str, dict[str, Any]] = {}
         self._watchdog: threading.Thread | None = None
         self._entities: list[Any] = []
+        self.clients: dict[str, Any] = {}  # service name -> its rclpy client (bridged clients)
         self._warned: dict[str, float] = {}
         self._served_any = False  # an action server of this node ended a goal recently
         self.executor_thread: int | None = None  # set by the node's Spinner
@@ -306,6 +307,7 @@ class Bridge:
         client = self.node.create_client(_service_class(e.type), e.name,
                                          callback_group=self.group)
         self._entities.append(client)
+        self.clients[e.name] = client
 
         def call(request: Any) -> Any:
             # runs on a node loop thread (planner / monitor tick), never in a ROS callback:

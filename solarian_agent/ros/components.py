@@ -51,20 +51,25 @@ def default_config_path() -> Path:
 
 def load_config(config_file: str = "", overrides: Mapping[str, Any] | None = None
                 ) -> AgentConfig:
-    """The agent: block of ``config_file`` (default config/controller.yaml), with
-    ``overrides`` (already-typed ROS parameters: cameras, control_period_s) applied and
-    validated exactly as the core validates the YAML."""
+    """The agent: block of ``config_file`` laid over the shipped config/controller.yaml
+    (default: that file alone), with ``overrides`` (already-typed ROS parameters: cameras,
+    control_period_s) applied and validated exactly as the core validates the YAML."""
     from ..core.config import read_yaml
 
-    path = Path(config_file) if config_file else default_config_path()
+    shipped = default_config_path()
+    path = Path(config_file) if config_file else shipped
     doc = read_yaml(path) or {}
     if not isinstance(doc, dict):
         raise ConfigError("agent", f"{path} must hold a mapping at the top level")
-    block = dict(doc.get("agent") or {})
+    user = {**doc, "agent": dict(doc.get("agent") or {})}
     for k, v in (overrides or {}).items():
         if v is not None and v != [] and v != "":
-            block[k] = v
-    return load_agent_config({"agent": block})
+            user["agent"][k] = v
+    defaults = None
+    if path.expanduser().resolve() != shipped.resolve():
+        base = read_yaml(shipped) or {}
+        defaults = dict(base.get("agent") or {}) if isinstance(base, dict) else {}
+    return load_agent_config(user, defaults=defaults, where=str(path))
 
 
 # ------------------------------------------------------------------------------------------

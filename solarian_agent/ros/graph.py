@@ -46,7 +46,7 @@ T_SET_BOOL = cv.T_SET_BOOL
 # topics an operator's tool publishes (the chat client; a panel or teleop may too): a launch
 # graph need not contain their publisher, the package must have one.
 EXTERNAL_INPUTS: dict[str, str] = {
-    names.OPERATOR_EVENTS: "the operator's tools (chat client: /takeover, /stop)",
+    names.OPERATOR_EVENTS: "the operator's tools (chat client and panel: pause, takeover)",
 }
 
 # topics a node listens to only in case someone publishes them: a graph without their
@@ -279,19 +279,46 @@ def planner_node(cameras: Sequence[str], tools: Sequence[str]) -> NodeSpec:
                     "catalogue_timeout_s": "how long to wait for skills/catalogue at start-up"})
 
 
+def _ui_endpoints(cameras: Sequence[str]) -> tuple[Endpoint, ...]:
+    """What an operator's front end reads and calls (:class:`~solarian_agent.ui.link.AgentLink`
+    over ROS, ``ros/ui_link.py``): bridged onto the link's private Bus, except its operator
+    events, published straight to the graph (a bridged publisher and subscription of the same
+    topic would loop the link's own messages back)."""
+    return (
+        _sub(names.AGENT_STATE, names.T_AGENT_STATE, LATCHED),
+        _sub(names.AGENT_EVENTS, names.T_AGENT_EVENT, SKILL_EVENTS_QOS),
+        _sub(names.MONITOR_VERDICTS, names.T_MONITOR_VERDICT, VERDICTS_QOS),
+        _sub(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, OPERATOR_QOS),
+        *_image_subs(cameras),
+        *((_sub(names.AGENT_VIEW, names.T_IMAGE, LATCHED),) if cameras else ()),
+        _cli(names.AGENT_MESSAGE, names.T_AGENT_COMMAND),
+        _cli(names.AGENT_CANCEL, names.T_AGENT_COMMAND),
+        _cli(names.AGENT_RESET, names.T_AGENT_COMMAND),
+        _cli(names.ESTOP, names.T_TRIGGER),
+        _cli(names.ESTOP_RESET, names.T_TRIGGER),
+        _pub(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, OPERATOR_QOS, bridged=False),
+    )
+
+
 def chat_node() -> NodeSpec:
     return NodeSpec(
-        "chat", "chat",
-        (
-            _cli(names.AGENT_MESSAGE, names.T_AGENT_COMMAND, bridged=False),
-            _cli(names.AGENT_CANCEL, names.T_AGENT_COMMAND, bridged=False),
-            _cli(names.AGENT_RESET, names.T_AGENT_COMMAND, bridged=False),
-            _sub(names.AGENT_STATE, names.T_AGENT_STATE, LATCHED, bridged=False),
-            _sub(names.AGENT_EVENTS, names.T_AGENT_EVENT, SKILL_EVENTS_QOS, bridged=False),
-            _pub(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, OPERATOR_QOS, bridged=False),
-        ),
+        "chat", "chat", _ui_endpoints(()),
         description="A terminal chat client against the running graph: type a task; /cancel, "
-                    "/reset, /takeover, /quit.")
+                    "/reset, /pause, /resume, /takeover [note], /estop, /estop-reset, /state, "
+                    "/help, /quit.")
+
+
+def panel_node(cameras: Sequence[str] = DEFAULT_SIM_CAMERAS) -> NodeSpec:
+    return NodeSpec(
+        "panel", "panel", _ui_endpoints(cameras),
+        description="The operator panel (a web page) attached to the running graph: plan, "
+                    "conversation, cameras and agent/view; Pause / Resume, Take over, Cancel, "
+                    "Reset and E-STOP.",
+        parameters={"host": "address to listen on (beyond loopback an access token is "
+                            "needed: $SOLARIAN_PANEL_TOKEN, else one is generated and logged)",
+                    "port": "TCP port (0 = any free one)",
+                    "allow_hosts": "more Host names the panel answers to, comma separated",
+                    "service_timeout_s": "the longest a command waits for its service"})
 
 
 def replay_topic(topic: str) -> tuple[str, QoS]:
@@ -346,6 +373,7 @@ SPEC_BUILDERS = {
     "camera_node": camera_node, "arm_node": arm_node, "sim_node": sim_node,
     "skills_node": skills_node, "monitor_node": monitor_node, "planner_node": planner_node,
     "chat": chat_node,
+    "panel": panel_node,
     "bag_player": bag_player_node,
     "calibrate_camera": calibrate_camera_node,
 }
@@ -473,7 +501,7 @@ def check_graph(nodes: Sequence[LaunchedNode], externals: Sequence[NodeSpec] = (
 __all__ = ["EXECUTABLES", "EXTERNAL_INPUTS", "LATCHED", "LATEST", "OPTIONAL_INPUTS", "RELIABLE",
            "SENSOR_DATA", "Endpoint", "LaunchedNode", "NodeSpec",
            "SPEC_BUILDERS", "arm_node", "bag_player_node", "calibrate_camera_node",
-           "camera_node", "chat_node",
+           "camera_node", "chat_node", "panel_node",
            "check_graph", "expand", "monitor_node", "planner_node", "qos_problem",
            "recorded_topics", "replay_topic", "replay_topics", "resolve", "sim_node",
            "skills_node"]

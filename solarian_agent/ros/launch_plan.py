@@ -55,6 +55,11 @@ COMMON_ARGS = (
     Arg("rviz", "false", "start rviz2 with config/agent.rviz"),
     Arg("record", "false", "record every topic the graph publishes to an MCAP bag"),
     Arg("bag", "", "bag directory for record:=true (default: solarian_<time>)"),
+    Arg("panel", "false", "serve the operator panel (a web page) on the graph"),
+    Arg("panel_host", "127.0.0.1", "the panel's address (beyond loopback it needs the access "
+                                   "token: $SOLARIAN_PANEL_TOKEN, else one is generated and "
+                                   "logged)"),
+    Arg("panel_port", "8765", "the panel's TCP port"),
 )
 
 SIM_ARGS = COMMON_ARGS + (
@@ -143,7 +148,21 @@ def _agent_nodes(args: Mapping[str, str], share: Path, sim: str = "") -> list[Pl
                        parameters={"config_file": cfg,
                                    "planner_provider": args.get("planner_provider", ""),
                                    "log_root": args.get("log_root", "")}))
+    if _true(args.get("panel", "false")):
+        out.append(Planned(executable="panel", name="panel", parameters={
+            "config_file": cfg, "host": args.get("panel_host", "") or "127.0.0.1",
+            "port": _port(args.get("panel_port", "8765"))}))
     return out
+
+
+def _port(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        port = -1
+    if not 0 <= port < 65536:
+        raise ValueError(f"panel_port:={value!r} is not a TCP port (0..65535)")
+    return port
 
 
 # The topics config/agent.rviz names.  rviz keeps them absolute, so in a namespace the rviz
@@ -196,6 +215,7 @@ def sim_plan(args: Mapping[str, str], share: Path) -> list[Planned]:
     if sim not in SIM_BACKENDS:
         raise ValueError(f"sim:={sim!r} is not a simulator backend; allowed: "
                          f"{', '.join(SIM_BACKENDS)}")
+    check_sim_cameras(cfg)
     nodes = [Planned(executable="sim_node", name="sim_world",
                      parameters={"config_file": cfg, "sim": sim,
                                  "seed": int(args.get("seed", "0") or 0),
@@ -203,6 +223,21 @@ def sim_plan(args: Mapping[str, str], share: Path) -> list[Planned]:
                                  "slip_p": float(args.get("slip_p", "0") or 0)})]
     nodes += _agent_nodes(args, share, sim)
     return nodes + _viewers(args, share, graph.DEFAULT_SIM_CAMERAS, sim=True)
+
+
+def check_sim_cameras(config_file: str) -> None:
+    """The config's cameras are the simulator's (ValueError naming the one that is not)."""
+    from ..core.errors import ConfigError
+    from .components import load_config
+
+    try:
+        cfg = load_config(config_file)
+        for i, cam in enumerate(cfg.cameras):
+            if cam not in graph.DEFAULT_SIM_CAMERAS:
+                raise ConfigError(f"agent.cameras[{i}]", f"the simulator has no camera {cam!r}; "
+                                  f"its cameras: {', '.join(graph.DEFAULT_SIM_CAMERAS)}")
+    except ConfigError as e:
+        raise ValueError(f"config_file:={config_file}: {e}") from None
 
 
 def camera_sources(spec: str) -> list[tuple[str, str]]:
@@ -370,6 +405,8 @@ def spec_for(package: str, executable: str, parameters: Mapping[str, Any],
         return graph.planner_node(cams, tools)
     if executable == "chat":
         return graph.chat_node()
+    if executable == "panel":
+        return graph.panel_node(cams)
     if executable == "bag_player":
         topics = [t for c in cams for t in (f"{c}/image_raw", f"{c}/image_raw/compressed")]
         return graph.bag_player_node(topics + [t for t, _, _ in graph.replay_topics(())])

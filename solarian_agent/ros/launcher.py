@@ -20,15 +20,31 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..cli_common import CliParser
 from .launch_plan import LAUNCH_ARGS, PKG, PLANS
 
 USAGE = ("usage: solarian-agent launch {sim,robot,replay} [name:=value ...]\n"
          "  e.g. solarian-agent launch sim planner_provider:=rules seed:=3")
+PROG = "solarian-agent launch"
 
 
-def _usage_error(msg: str) -> int:
-    print(f"solarian-agent launch: {msg}\n{USAGE}", file=sys.stderr)
-    return 2
+def _arguments_text() -> str:
+    out = ["launch arguments (name:=value; default after :=):"]
+    for kind, args in LAUNCH_ARGS.items():
+        out.append(f"\n{kind}:")
+        for a in args:
+            out.append(f"  {a.name}:={a.default!s:<10} {a.description}")
+    return "\n".join(out)
+
+
+def _parser() -> CliParser:
+    p = CliParser(prog=PROG, description=__doc__.split("\n\n")[0].replace("``", ""),
+                  epilog=_arguments_text())
+    p.add_argument("kind", metavar="{sim,robot,replay}", nargs="?",
+                   help="which launch file's graph: sim, robot or replay")
+    p.add_argument("arguments", nargs="*", metavar="name:=value",
+                   help="launch arguments, as ros2 launch takes them (listed below)")
+    return p
 
 
 def parse(argv: Sequence[str]) -> tuple[str, dict[str, str]]:
@@ -52,29 +68,29 @@ def parse(argv: Sequence[str]) -> tuple[str, dict[str, str]]:
 
 
 def main_launch(argv: Sequence[str]) -> int:
+    """SIGINT (Ctrl-C) stops the nodes and exits 130, SIGTERM 0, once every node exited 0
+    (1 when one did not)."""
     from .components import share_dir
     from .processes import NodeProcesses
 
-    if argv and argv[0] in ("-h", "--help"):
-        print(USAGE)
-        for kind, args in LAUNCH_ARGS.items():
-            print(f"\n{kind}:")
-            for a in args:
-                print(f"  {a.name}:={a.default!s:<10} {a.description}")
-        return 0
+    p = _parser()
+    a = p.parse_args(list(argv))
     try:
-        kind, values = parse(argv)
+        kind, values = parse([a.kind, *a.arguments] if a.kind else [])
         plan = PLANS[kind](values, share_dir())
     except ValueError as e:
-        return _usage_error(str(e))
-    for p in plan:
-        if p.cmd or p.package != PKG:
-            what = " ".join(p.cmd) if p.cmd else f"{p.package}/{p.executable}"
+        p.error(str(e))
+    for planned in plan:
+        if planned.cmd or planned.package != PKG:
+            what = (" ".join(planned.cmd) if planned.cmd
+                    else f"{planned.package}/{planned.executable}")
             print(f"not started (needs a full ROS 2 installation: use ros2 launch): {what}",
                   file=sys.stderr)
     stop = threading.Event()
+    got: list[int] = []
 
-    def on_signal(_sig: int, _frame: Any) -> None:
+    def on_signal(sig: int, _frame: Any) -> None:
+        got.append(sig)
         stop.set()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -84,12 +100,12 @@ def main_launch(argv: Sequence[str]) -> int:
                           log_to_files=False)
     try:
         procs = nodes.start_plan(plan)
-        print(f"started {', '.join(p.name for p in procs)} (Ctrl-C stops them)", flush=True)
+        print(f"started {', '.join(pr.name for pr in procs)} (Ctrl-C stops them)", flush=True)
         while not stop.wait(0.5):
-            ended = [p for p in procs if p.returncode is not None]
+            ended = [pr for pr in procs if pr.returncode is not None]
             if ended:
-                for p in ended:
-                    print(f"{p.name} exited with status {p.returncode}; stopping the others",
+                for pr in ended:
+                    print(f"{pr.name} exited with status {pr.returncode}; stopping the others",
                           file=sys.stderr)
                 break
     finally:
@@ -97,7 +113,9 @@ def main_launch(argv: Sequence[str]) -> int:
     bad = {n: c for n, c in codes.items() if c != 0}
     for n, c in bad.items():
         print(f"{n}: exit status {c}", file=sys.stderr)
-    return 1 if bad else 0
+    if bad:
+        return 1
+    return 130 if got and got[0] == signal.SIGINT else 0
 
 
 __all__ = ["USAGE", "main_launch", "parse"]

@@ -13,7 +13,6 @@ controller's files over, keeping any others).  Each new ``logs/`` appears whole 
 
 from __future__ import annotations
 
-import argparse
 import filecmp
 import os
 import shutil
@@ -21,6 +20,8 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..cli_common import CliParser
 
 
 @dataclass
@@ -111,7 +112,7 @@ def attach_logs(robot_session: Path, controller: Path | None = None, *, force: b
 
 
 def main_attach_logs(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
+    p = CliParser(
         prog="solarian-agent attach-logs",
         description="Copy the controller's episode logs in beside the robot's recording of the "
                     "same session: recordings/controller/<session>/episodes/<ep>/logs -> "

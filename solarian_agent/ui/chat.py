@@ -1,22 +1,20 @@
 """``solarian-agent chat``: talk to the agent from a terminal.
 
-Type a task and press Enter; the agent's messages and its events print as they come.
-``/cancel`` stops the run, ``/reset`` also forgets the conversation, ``/estop [reason]`` latches
-the arm's e-stop (the arm holds and every skill is refused until ``/estop-reset``),
-``/status`` shows the plan and running actions, ``/events`` toggles the event lines, ``/quit``
-(or Ctrl-D) leaves.  An e-stop latched or released by anyone prints as it happens.
+Type a task and press Enter; the agent's messages and its events print as they come.  The
+commands (the same over the embedded robot and, with ``--ros``, over a running ROS graph) are
+in :data:`HELP`; a word starting with ``/`` that is not one of them is an error, never a
+message to the agent.  An e-stop latched or released by anyone prints as it happens; while it
+is latched no message is sent (the run would resume into refused skills).
 
 The chat talks through an :class:`~.link.AgentLink`, so the same code works against the
-embedded default (an in-process Bus) and, with ``--ros``, against the ROS graph.  Link
-callbacks run on the publisher's thread; they only queue lines (bounded, drop-oldest, counted)
-and a printer thread writes them, so a slow terminal never stalls the control loop.
+embedded default (an in-process Bus) and against the ROS graph
+(``solarian_agent.ros.ui_link``).  Link callbacks run on the publisher's thread; they only
+queue lines (:class:`~.terminal.TerminalPrinter`), so a slow terminal never stalls the control
+loop.
 """
 
 from __future__ import annotations
 
-import argparse
-import collections
-import contextlib
 import sys
 import threading
 import time
@@ -27,15 +25,35 @@ from typing import Any, TextIO
 from ..core import names
 from ..core.messages import AgentEvent, AgentState, OperatorEvent
 from ..core.text import for_terminal, indented
-from .link import AgentLink, BusLike, BusLink, Reply, describe_event, estop_unavailable
+from .link import (
+    AgentLink,
+    BusLike,
+    Reply,
+    describe_event,
+    estop_unavailable,
+    is_internal,
+    new_entries,
+)
+from .terminal import TerminalPrinter
+
+_new_entries = new_entries  # the name the tests know
 
 HELP = """\
 commands: /cancel  stop the run          /reset   stop and forget the conversation
-          /status  plan and actions       /events  show / hide event lines
+          /pause   stop the running skill and pause the run (the next message resumes it)
+          /resume  resume a paused run    /takeover [note]  you take over: as /pause, and
+                                                            the agent is told your note
+          /state   plan and actions (/status too)
+          /events  show / hide event lines (/events all: the harness's internal ones too)
           /estop [reason]  latch the arm's e-stop: it holds, every skill is refused
           /estop-reset     release the e-stop
           /help    this text              /quit    leave (Ctrl-D too)
 anything else is sent to the agent."""
+
+COMMANDS = ("/cancel", "/reset", "/pause", "/resume", "/takeover", "/state", "/status",
+            "/events", "/estop", "/estop-reset", "/help", "/quit", "/exit", "/q")
+RESUME_TEXT = "resume"
+ENDED = ("succeeded", "failed", "cancelled", "budget_exhausted")
 
 DIM, BOLD, OP, ALERT, RESET = "\033[2m", "\033[1m", "\033[35m", "\033[1;41;97m", "\033[0m"
 
@@ -43,39 +61,27 @@ DIM, BOLD, OP, ALERT, RESET = "\033[2m", "\033[1m", "\033[35m", "\033[1;41;97m",
 EmbeddedFactory = Callable[[], "tuple[BusLike, Callable[[], None]]"]
 
 
-def _new_entries(prev: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Entries of ``new`` not yet seen: ``new`` is the last N of a growing (or reset) list."""
-    for k in range(min(len(prev), len(new)), 0, -1):
-        if prev[-k:] == new[:k]:
-            return new[k:]
-    return new
-
-
 class ChatSession:
     def __init__(self, link: AgentLink, out: TextIO, *, show_events: bool = True,
                  color: bool = False, prompt: str = "> ", queue_size: int = 1000) -> None:
         self.link = link
-        self.out = out
         self.show_events = show_events
+        self.show_internal = False
         self.color = color
-        self.prompt = prompt
-        self._lines: collections.deque[str] = collections.deque(maxlen=queue_size)
-        self._cond = threading.Condition()
-        self.dropped = 0
-        self._writing = False
-        self._stop = threading.Event()
-        self._printer = threading.Thread(target=self._print_loop, name="chat-printer",
-                                         daemon=True)
+        self.printer = TerminalPrinter(out, prompt, queue_size)
         self._conv: list[dict[str, Any]] = []
         self._status = ""
         self.state: AgentState | None = None
-        self.prompt_shown = False
-        self._readline: Any = None
-        if getattr(out, "isatty", lambda: False)():
-            with contextlib.suppress(ImportError):
-                import readline
+        self.state_changed = threading.Event()
+        self.estop_latched = ""  # the reason while latched (as far as this chat has seen)
 
-                self._readline = readline
+    @property
+    def prompt(self) -> str:
+        return self.printer.prompt
+
+    @property
+    def dropped(self) -> int:
+        return self.printer.dropped
 
     # output ------------------------------------------------------------------------------
     def _style(self, text: str, style: str) -> str:
@@ -83,56 +89,16 @@ class ChatSession:
 
     def emit(self, line: str) -> None:
         """Queue a line for the terminal (any thread, never blocks)."""
-        with self._cond:
-            if len(self._lines) == self._lines.maxlen:
-                self.dropped += 1
-            self._lines.append(line)
-            self._cond.notify()
-
-    def _print_loop(self) -> None:
-        reported = 0
-        while not self._stop.is_set():
-            with self._cond:
-                if not self._lines:
-                    self._cond.wait(0.5)
-                lines = list(self._lines)
-                self._lines.clear()
-                dropped = self.dropped
-                self._writing = bool(lines)
-            if dropped > reported:
-                lines.insert(0, f"… {dropped - reported} lines dropped (terminal too slow)")
-                reported = dropped
-            if lines:
-                self._write(lines)
-            with self._cond:
-                self._writing = False
-
-    def _write(self, lines: list[str]) -> None:
-        try:
-            redraw = self._readline is not None and self.prompt_shown
-            if redraw:
-                self.out.write("\r\033[K")
-            self.out.write("\n".join(lines) + "\n")
-            if redraw:
-                self.out.write(self.prompt + self._readline.get_line_buffer())
-            self.out.flush()
-        except Exception:  # a closed terminal must not kill the printer
-            pass
+        self.printer.emit(line)
 
     def flush(self, timeout_s: float = 2.0) -> None:
-        """Wait until queued lines are written (bounded)."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            with self._cond:
-                if not self._lines and not self._writing:
-                    return
-            time.sleep(0.01)
+        self.printer.flush(timeout_s)
 
     # what arrives ------------------------------------------------------------------------
     def _on_state(self, st: AgentState) -> None:
         self.state = st
         conv = [dict(m) for m in st.conversation]
-        for m in _new_entries(self._conv, conv):
+        for m in new_entries(self._conv, conv):
             if m.get("role") != "user":
                 self.emit(self._style("agent: ", BOLD)
                           + indented(m.get("text", ""), " " * len("agent: ")))
@@ -141,9 +107,10 @@ class ChatSession:
             if self._status:
                 self.emit(self._style(for_terminal(f"[{self._status} → {st.status}]"), DIM))
             self._status = st.status
+        self.state_changed.set()
 
     def _on_event(self, ev: AgentEvent) -> None:
-        if not self.show_events:
+        if not self.show_events or (is_internal(ev.kind) and not self.show_internal):
             return
         t = ev.t.split("T")[-1].rstrip("Z") if "T" in ev.t else ev.t
         line = for_terminal(f"  {t} {describe_event(ev.kind, dict(ev.data))}")
@@ -154,9 +121,11 @@ class ChatSession:
         # always shown (even with event lines off): whoever latched it, the arm now holds
         if ev.kind == "estop":
             reason = for_terminal(dict(ev.detail).get("reason", "") or "e-stop pressed")
+            self.estop_latched = reason
             self.emit(self._style(f"*** E-STOP LATCHED: {reason} — every skill is refused "
                                   "until /estop-reset ***", ALERT))
         elif ev.kind == "estop_reset":
+            self.estop_latched = ""
             self.emit(self._style("*** e-stop released ***", BOLD))
 
     def start(self) -> None:
@@ -165,14 +134,10 @@ class ChatSession:
         on_operator = getattr(self.link, "on_operator", None)
         if on_operator is not None:
             on_operator(self._on_operator)
-        self._printer.start()
+        self.printer.start()
 
     def close(self) -> None:
-        self.flush()
-        self._stop.set()
-        with self._cond:
-            self._cond.notify()
-        self._printer.join(2.0)
+        self.printer.close()
 
     # what the operator types -------------------------------------------------------------
     def status_text(self) -> str:
@@ -184,9 +149,13 @@ class ChatSession:
             lines.append(f"  {s.get('step', '?')}. [{s.get('status', '')}] "
                          f"{s.get('description', '')}" + (f" ({s['tool']})" if s.get("tool")
                                                           else ""))
+        if not st.plan:
+            lines.append("  (no plan yet)")
         for a in st.actions:
             lines.append(f"  running {a.get('tool')} {a.get('action_id')} "
                          f"({a.get('elapsed_s', 0)} s at the last update)")
+        if self.estop_latched:
+            lines.append(f"  e-stop LATCHED: {self.estop_latched}")
         return "\n".join(lines)
 
     def handle_line(self, line: str) -> bool:
@@ -194,46 +163,93 @@ class ChatSession:
         text = line.strip()
         if not text:
             return True
-        word = text.split()[0].lower()
+        word, _, rest = text.partition(" ")
+        word = word.lower()
+        rest = rest.strip()
         if word in ("/quit", "/exit", "/q"):
             return False
-        if word == "/help":
-            self.emit(HELP)
+        if word.startswith("/") and word not in COMMANDS:
+            self.emit(f"unknown command {for_terminal(word[:40])}; /help lists them")
             return True
-        if word == "/status":
-            self.emit(for_terminal(self.status_text(), newlines=True))
-            return True
-        if word == "/events":
-            self.show_events = not self.show_events
-            self.emit(f"event lines {'on' if self.show_events else 'off'}")
-            return True
-        if word == "/estop":
-            note = " ".join(text.split()[1:])[:200]
-            reason = "operator e-stop from the chat" + (f": {note}" if note else "")
-            self._estop_reply(word, self._link_call("estop", reason))
-            return True
-        if word == "/estop-reset":
-            self._estop_reply(word, self._link_call("estop_reset"))
-            return True
-        if word == "/cancel":
-            r = self.link.cancel("operator")
-        elif word == "/reset":
-            r = self.link.reset("operator")
-            if r.get("ok"):
-                self._conv = []
-        elif word.startswith("/"):
-            self.emit(f"unknown command {for_terminal(word)}; /help lists them")
-            return True
+        handler = {"/help": self._help, "/status": self._state_cmd, "/state": self._state_cmd,
+                   "/events": self._events, "/estop": self._estop,
+                   "/estop-reset": self._estop_reset, "/pause": self._pause,
+                   "/takeover": self._takeover, "/resume": self._resume,
+                   "/cancel": self._cancel, "/reset": self._reset}.get(word, self._message)
+        handler(text if handler == self._message else rest)
+        return True
+
+    def _help(self, _rest: str) -> None:
+        self.emit(HELP)
+
+    def _state_cmd(self, _rest: str) -> None:
+        self.emit(for_terminal(self.status_text(), newlines=True))
+
+    def _events(self, rest: str) -> None:
+        if rest == "all":
+            self.show_events = self.show_internal = True
+        elif rest in ("off", "on"):
+            self.show_events, self.show_internal = rest == "on", False
         else:
-            r = self.link.message(text)
+            self.show_events, self.show_internal = not self.show_events, False
+        self.emit(f"event lines {'on' if self.show_events else 'off'}"
+                  + (" (internal ones too)" if self.show_internal else ""))
+
+    def _estop(self, note: str) -> None:
+        reason = "operator e-stop from the chat" + (f": {note[:200]}" if note else "")
+        self._estop_reply("/estop", self._link_call("estop", reason))
+
+    def _estop_reset(self, _rest: str) -> None:
+        self._estop_reply("/estop-reset", self._link_call("estop_reset"))
+
+    def _pause(self, _rest: str) -> None:
+        self._operator("pause", {"by": "chat"}, "paused: the running skill stops; /resume "
+                                                "or a message resumes the run")
+
+    def _takeover(self, note: str) -> None:
+        detail = {"by": "chat", **({"note": note[:500]} if note else {})}
+        self._operator("takeover", detail, "operator takeover sent: the running skill stops, "
+                                           "the run pauses until your next message")
+
+    def _resume(self, _rest: str) -> None:
+        st = self.state
+        if st is not None and st.status != "paused":
+            self.emit(f"not sent: nothing to resume (the run is {st.status})")
+            return
+        self._message(RESUME_TEXT)
+
+    def _cancel(self, _rest: str) -> None:
+        self._answer(self.link.cancel("operator"))
+
+    def _reset(self, _rest: str) -> None:
+        r = self.link.reset("operator")
+        if r.get("ok"):
+            self._conv = []
+        self._answer(r)
+
+    def _message(self, text: str) -> None:
+        if self.estop_latched:
+            self.emit(f"not sent: the e-stop is latched ({self.estop_latched}); every skill "
+                      "would be refused. /estop-reset first")
+            return
+        self._answer(self.link.message(text))
+
+    def _answer(self, r: Reply) -> None:
         if not r.get("ok"):
             self.emit(f"not sent: {for_terminal(r.get('reason', 'refused'))}")
-        return True
+
+    def _operator(self, kind: str, detail: dict[str, Any], done: str) -> None:
+        r = self._link_call("operator_event", kind, detail)
+        self.emit(done if r.get("ok") else f"/{kind} failed: "
+                  f"{for_terminal(r.get('reason') or 'refused')}")
 
     def _link_call(self, method: str, *args: Any) -> Reply:
         fn = getattr(self.link, method, None)
-        if fn is None:  # a link without the e-stop methods
-            return estop_unavailable(names.ESTOP if method == "estop" else names.ESTOP_RESET)
+        if fn is None:  # a link without the method
+            if method in ("estop", "estop_reset"):
+                return estop_unavailable(names.ESTOP if method == "estop" else
+                                         names.ESTOP_RESET)
+            return {"ok": False, "reason": f"this link cannot send {method}"}
         try:
             return dict(fn(*args))
         except Exception as e:  # the chat stays up whatever the link does
@@ -249,7 +265,7 @@ class ChatSession:
 def run_chat(link: AgentLink, *, input_fn: Callable[[str], str] = input,
              out: TextIO | None = None, show_events: bool = True, color: bool | None = None,
              banner: bool = True) -> int:
-    """The chat loop: read lines until /quit or end of input.  Returns an exit status."""
+    """The chat loop: read lines until /quit or end of input (0); Ctrl-C leaves with 130."""
     out = out if out is not None else sys.stdout
     if color is None:
         color = bool(getattr(out, "isatty", lambda: False)())
@@ -257,34 +273,71 @@ def run_chat(link: AgentLink, *, input_fn: Callable[[str], str] = input,
     session.start()
     if banner:
         session.emit("Type a task for the agent; /help for commands.")
+    code = 0
     try:
         while True:
             session.flush(0.2)
-            session.prompt_shown = True
+            session.printer.prompt_shown = True
             try:
                 line = input_fn(session.prompt)
             except EOFError:
                 break
             except KeyboardInterrupt:
                 session.emit("")
+                code = 130
                 break
             finally:
-                session.prompt_shown = False
+                session.printer.prompt_shown = False
             if not session.handle_line(line):
                 break
     finally:
         session.close()
-    return 0
+    return code
 
 
-def sim_embedded(seed: int = 7, log_root: Path | None = Path("recordings") / "controller"
+def send_and_wait(link: AgentLink, text: str, wait_s: float, out: TextIO) -> int:
+    """``--send``: one message, then wait for the run it starts to end: 0 when it succeeded,
+    1 when it ended otherwise or was refused, 124 when it did not end in ``wait_s``."""
+    session = ChatSession(link, out, show_events=True)
+    session.start()
+    try:
+        end = time.monotonic() + wait_s
+        available = getattr(link, "agent_available", None)
+        while available is not None and not available():
+            if time.monotonic() > end:
+                session.emit("not sent: the agent is not there (is the planner running?)")
+                return 1
+            time.sleep(0.2)
+        r = link.message(text)
+        if not r.get("ok"):
+            session.emit(f"not sent: {for_terminal(r.get('reason', 'refused'))}")
+            return 1
+        started = False
+        while time.monotonic() < end:
+            session.state_changed.wait(0.5)
+            session.state_changed.clear()
+            st = session.state
+            if st is not None and st.status == "running":
+                started = True
+            if st is not None and started and st.status in ENDED:
+                session.emit(f"run ended: {st.status}")
+                return 0 if st.status == "succeeded" else 1
+        session.emit(f"the run did not end within {wait_s:g} s")
+        return 124
+    finally:
+        session.close()
+
+
+def sim_embedded(seed: int = 7, log_root: Path | None = Path("recordings") / "controller",
+                 config: Path | None = None, planner: str | None = None
                  ) -> tuple[BusLike, Callable[[], None]]:
     """The embedded default: the simulated robot with the configured (offline by default)
     models, stepped in real time on a background thread.  Returns its bus and a stop
     function that ends the run cleanly and joins the thread (bounded)."""
-    from ..system import build_sim_system
+    from ..system import build_sim_system, load_config
 
-    system = build_sim_system(seed=seed, realtime=True, log_root=log_root)
+    system = build_sim_system(config=load_config(config), seed=seed, realtime=True,
+                              log_root=log_root, planner_name=planner)
     stop_event = system.runtime.stop_event
     errors: list[BaseException] = []
 
@@ -311,56 +364,11 @@ def sim_embedded(seed: int = 7, log_root: Path | None = Path("recordings") / "co
 def main_chat(argv: Sequence[str] | None = None, *, link: AgentLink | None = None,
               embedded: EmbeddedFactory | None = None,
               input_fn: Callable[[str], str] = input, out: TextIO | None = None) -> int:
-    """``solarian-agent chat [--ros] [--quiet] [--no-color]``.
+    """``solarian-agent chat [--ros] [--send TEXT] ...`` (:mod:`.chat_cli` parses it)."""
+    from .chat_cli import chat_command
 
-    Without ``--ros`` it chats with the embedded default: ``embedded`` when given (a function
-    that starts it and returns its bus and a stop function), else :func:`sim_embedded`.
-    ``--ros`` uses ``solarian_agent.ros.ui_link.make_ros_link()``.
-    """
-    p = argparse.ArgumentParser(prog="solarian-agent chat",
-                                description="Chat with the agent from the terminal.")
-    p.add_argument("--ros", action="store_true",
-                   help="talk to a running ROS graph instead of the embedded default")
-    p.add_argument("--quiet", action="store_true", help="show only the conversation")
-    p.add_argument("--no-color", action="store_true", help="plain text output")
-    p.add_argument("--seed", type=int, default=7, help="the simulated table's seed")
-    p.add_argument("--log-root", type=Path, default=Path("recordings") / "controller",
-                   help="where episode logs go (default recordings/controller)")
-    p.add_argument("--no-log", action="store_true", help="keep no episode log")
-    args = p.parse_args(list(argv) if argv is not None else None)
-    err = sys.stderr
-    stop: Callable[[], None] | None = None
-    own_link = link is None
-    if link is None:
-        if args.ros:
-            try:
-                from ..ros.ui_link import make_ros_link
-            except ImportError:
-                try:  # the ROS package's own chat client, until ros.ui_link exists
-                    from ..ros.chat import main as ros_chat_main
+    return chat_command(argv, link=link, embedded=embedded, input_fn=input_fn, out=out)
 
-                    return int(ros_chat_main([]) or 0)
-                except ImportError as e2:  # no rclpy, or the interfaces are not built
-                    print(f"chat --ros needs rclpy and the package's ROS interfaces: {e2}",
-                          file=err)
-                    return 2
-            link = make_ros_link()
-        else:
-            try:
-                if embedded is not None:
-                    bus, stop = embedded()
-                else:
-                    bus, stop = sim_embedded(args.seed, None if args.no_log else args.log_root)
-            except Exception as e:
-                print(f"solarian-agent chat: could not start the embedded robot: {e}",
-                      file=err)
-                return 2
-            link = BusLink(bus, [])
-    try:
-        return run_chat(link, input_fn=input_fn, out=out, show_events=not args.quiet,
-                        color=False if args.no_color else None)
-    finally:
-        if own_link:
-            link.close()
-        if stop is not None:
-            stop()
+
+__all__ = ["COMMANDS", "HELP", "ChatSession", "main_chat", "run_chat", "send_and_wait",
+           "sim_embedded"]

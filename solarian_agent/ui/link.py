@@ -3,12 +3,13 @@
 A front end only ever *sends* the three agent commands (``agent/message`` {text},
 ``agent/cancel`` {by}, ``agent/reset`` {by}), the arm's e-stop (``estop`` {reason} and
 ``estop_reset``, std_srvs Trigger services served by the arm driver or the simulator, not by
-the agent) and *reads* ``agent/state`` (latched),
-``agent/events``, ``monitor/verdicts``, ``operator/events`` and image topics.  :class:`AgentLink`
-names exactly that; :class:`BusLink` implements it on the in-process :class:`Bus` (the embedded
-default).  A ROS graph is reached by handing :class:`BusLink` any object with the Bus's
-``subscribe`` / ``call`` / ``endpoints`` surface backed by rclpy (that adapter lives in
-``solarian_agent.ros``, the only package that imports rclpy).
+the agent) and operator events (``operator/events``: pause, takeover; the executor stops the
+running skill at its next tick and the planner pauses the run until the next message), and
+*reads* ``agent/state`` (latched), ``agent/events``, ``monitor/verdicts``, ``operator/events``
+and image topics.  :class:`AgentLink` names exactly that; :class:`BusLink` implements it on the
+in-process :class:`Bus` (the embedded default).  A ROS graph is reached through
+``solarian_agent.ros.ui_link.RosLink`` (the only package that imports rclpy): the same
+BusLink on a private Bus that a bridge joins to the graph.
 
 Callbacks registered here run on whatever thread publishes (the control loop in-process, an
 executor thread under ROS): they must be cheap and must never raise, so every callback is
@@ -20,10 +21,12 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from ..core import names
+from ..core.clock import Clock
 from ..core.errors import ServiceUnavailableError
 from ..core.messages import AgentEvent, AgentState, Image, MonitorVerdict, OperatorEvent
 from ..core.transport import LATCHED, QoS
@@ -55,6 +58,16 @@ class AgentLink(Protocol):
         """Release a latched e-stop (``ok`` False when it was not latched)."""
         ...
 
+    def operator_event(self, kind: str, detail: Mapping[str, Any] | None = None) -> Reply:
+        """Publish an operator event (``pause``, ``takeover``): the running skill stops at the
+        next control tick, the run pauses and the planner is told; the next message resumes
+        it."""
+        ...
+
+    def agent_available(self) -> bool:
+        """Whether the agent's services are there (the planner is running)."""
+        ...
+
     def on_state(self, cb: Callable[[AgentState], None]) -> None: ...
 
     def on_event(self, cb: Callable[[AgentEvent], None]) -> None: ...
@@ -74,6 +87,20 @@ ESTOP_UNAVAILABLE = ("e-stop unavailable: nothing serves {service!r} on this bus
                      "driver or the simulator running?); Cancel still stops the agent")
 
 
+# agent events about how the harness routes and books its work, not about what the robot or
+# the agent does: front ends hide them unless asked (the panel's "internal" switch, the chat's
+# "/events all")
+INTERNAL_KINDS = frozenset({
+    "route", "event_held", "interrupt", "generation_advanced", "monitor_tick", "monitor_frame",
+    "service_started", "service_stopped", "planner_reply_discarded", "tool_placeholder",
+    "task_progress", "skill_started", "skill_stop", "skill_ended", "timer_set",
+    "timer_cancelled", "episode_started", "episode_ended"})
+
+
+def is_internal(kind: str) -> bool:
+    return kind in INTERNAL_KINDS
+
+
 def estop_unavailable(service: str = names.ESTOP) -> Reply:
     return {"ok": False, "reason": ESTOP_UNAVAILABLE.format(service=service), "message": "",
             "unavailable": True}
@@ -86,6 +113,8 @@ class BusLike(Protocol):
                   qos: QoS = ..., node: str = ...) -> Any: ...
 
     def call(self, name: str, request: Any, timeout_s: float = ...) -> Any: ...
+
+    def publisher(self, name: str, msg_type: str, qos: QoS = ..., node: str = ...) -> Any: ...
 
 
 def discover_cameras(bus: BusLike) -> list[str]:
@@ -107,9 +136,12 @@ class BusLink:
     """
 
     def __init__(self, bus: BusLike, cameras: Iterable[str] | None = None, *,
-                 service_timeout_s: float = 2.0, node: str = "ui") -> None:
+                 service_timeout_s: float = 2.0, node: str = "ui",
+                 clock: Clock | None = None) -> None:
         self.bus = bus
         self.node = node
+        self.clock = clock
+        self._operator_pub: Any = None
         self.service_timeout_s = service_timeout_s
         self.callback_errors = 0
         self._lock = threading.Lock()
@@ -233,6 +265,20 @@ class BusLink:
     def estop_available(self) -> bool:
         return self._has_service(names.ESTOP)
 
+    def agent_available(self) -> bool:
+        return self._has_service(names.AGENT_MESSAGE)
+
+    def operator_event(self, kind: str, detail: Mapping[str, Any] | None = None) -> Reply:
+        try:
+            if self._operator_pub is None:
+                self._operator_pub = self.bus.publisher(
+                    names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, QoS(depth=100), self.node)
+            stamp = self.clock.now() if self.clock is not None else time.time()
+            self._operator_pub.publish(OperatorEvent(kind, dict(detail or {}), stamp))
+        except Exception as e:  # the front end reports it; nothing raises into it
+            return {"ok": False, "reason": f"operator event not sent: {type(e).__name__}: {e}"}
+        return {"ok": True, "reason": ""}
+
     def estop(self, reason: str = "") -> Reply:
         return self._trigger(names.ESTOP, {"reason": reason} if reason else {})
 
@@ -249,6 +295,14 @@ class BusLink:
             except Exception:
                 log.debug("closing a ui subscription failed", exc_info=True)
         self._subs.clear()
+
+
+def new_entries(prev: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Entries of ``new`` not yet seen: ``new`` is the last N of a growing (or reset) list."""
+    for k in range(min(len(prev), len(new)), 0, -1):
+        if prev[-k:] == new[:k]:
+            return new[k:]
+    return new
 
 
 # ----------------------------------------------------------------------------------------

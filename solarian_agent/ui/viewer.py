@@ -21,7 +21,6 @@ Without a bag the "video" is the images the planner saw, at the times it saw the
 
 from __future__ import annotations
 
-import argparse
 import base64
 import html
 import json
@@ -33,6 +32,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..cli_common import CliParser
 from ..core import names
 from .episode_bag import load_bag
 from .episode_data import (
@@ -324,7 +324,7 @@ def _serve(path: Path, port: int) -> None:  # pragma: no cover - interactive
 
 
 def main_view_episode(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
+    p = CliParser(
         prog="solarian-agent view-episode",
         description="Write a self-contained HTML viewer for an episode: video, events on one "
                     "timeline, overlays (o), planner turns (click).")

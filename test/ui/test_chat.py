@@ -7,6 +7,7 @@ import io
 import queue
 import threading
 
+import pytest
 from ui_helpers import ChatLink, Stepper, wait_for
 
 from solarian_agent.core.messages import AgentState
@@ -105,9 +106,10 @@ def test_chat_on_the_embedded_simulated_robot(tmp_path):
     assert "event lines off" in text
 
 
-def test_chat_over_ros_without_the_ros_interfaces_is_a_clear_error():
-    """Where the package's ROS interfaces are not built (or rclpy is missing), ``chat --ros``
-    says what it needs and exits 2, never a traceback."""
+@pytest.mark.parametrize("argv", [["chat", "--ros"], ["panel", "--ros", "--port", "0"]])
+def test_ros_front_ends_without_rclpy_give_an_install_hint(argv):
+    """Where rclpy is missing, ``chat --ros`` and ``panel --ros`` say what they need and how to
+    get it, and exit 2, never a traceback."""
     import os
     import subprocess
     import sys
@@ -119,12 +121,13 @@ def test_chat_over_ros_without_the_ros_interfaces_is_a_clear_error():
             "            raise ImportError('rclpy is not installed (blocked by the test)')\n"
             "sys.meta_path.insert(0, Block())\n"
             "from solarian_agent.cli import main\n"
-            "sys.exit(main(['chat', '--ros']))\n")
+            f"sys.exit(main({argv!r}))\n")
     r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), input="",
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2, r.stdout + r.stderr
-    assert "chat --ros needs rclpy and the package's ROS interfaces" in r.stderr
-    assert "Traceback" not in r.stderr
+    assert f"{argv[0]} --ros needs rclpy, which is not installed: ROS 2 Jazzy: `make ros`" \
+        in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
 def test_quiet_chat_prints_only_the_conversation():

@@ -19,7 +19,7 @@ from solarian_agent.core.transport import Bus
 from solarian_agent.models.scripted import reply
 from solarian_agent.testing.harness import make_harness
 from solarian_agent.ui.link import BusLink, describe_event
-from solarian_agent.ui.panel import PanelHub, _Intake, serve_panel
+from solarian_agent.ui.panel import Intake, PanelHub, serve_panel
 
 
 class FakeLink:
@@ -197,7 +197,7 @@ def test_client_queue_is_bounded_drops_oldest_and_resyncs():
 
 
 def test_intake_is_bounded_and_counts_drops():
-    intake = _Intake(maxlen=3)
+    intake = Intake(maxlen=3)
     for i in range(5):
         intake.put("event", i)
     assert intake.dropped == 2 and [m for _, m in intake.drain()] == [2, 3, 4]

@@ -46,10 +46,14 @@ async function post(path, payload, quiet) {
 }
 
 // ---- rendering --------------------------------------------------------------------------
+const STATUS_TEXT = { connecting: "connecting…", waiting_user: "waiting for you",
+                      budget_exhausted: "budget used up" };
+
 function renderState() {
   const st = S.state || {};
-  $("status").textContent = (st.status || "unknown").replace("_", " ");
-  $("status").dataset.status = st.status || "unknown";
+  const status = st.status || "connecting";
+  $("status").textContent = STATUS_TEXT[status] || status.replace(/_/g, " ");
+  $("status").dataset.status = status;
   $("task").textContent = st.task || "";
   $("generation").textContent = st.generation ? "gen " + st.generation : "";
 
@@ -79,11 +83,49 @@ function renderState() {
   const conv = $("conversation");
   const atBottom = conv.scrollHeight - conv.scrollTop - conv.clientHeight < 40;
   conv.replaceChildren();
-  for (const m of st.conversation || [])
-    conv.append(el("div", { class: "msg", "data-role": m.role === "user" ? "user" : "agent" },
-                   m.text || ""));
+  for (const m of st.conversation || []) {
+    const role = m.role === "user" ? "user" : (m.role === "system" ? "system" : "agent");
+    conv.append(el("div", { class: "msg", "data-role": role, "data-note": m.note || "",
+                            "data-pending": m.pending ? "true" : "false" },
+                   m.text || "",
+                   m.pending ? el("span", { class: "pending muted" },
+                                  " (sent; the agent has not taken it in yet)") : null));
+  }
   if (atBottom) conv.scrollTop = conv.scrollHeight;
   renderTakeover();
+  renderControls();
+}
+
+// what this page may press now: the lock, the run's status and the e-stop decide
+function renderControls() {
+  const mine = !!(S.client && S.holder === S.client);
+  const status = (S.state && S.state.status) || "connecting";
+  const latched = !!(S.estop && S.estop.latched);
+  const active = status === "running" || status === "waiting_user";
+  const input = $("input");
+  let blocked = "";
+  if (latched) {
+    blocked = "E-stop latched" + (S.estop.reason ? " (" + S.estop.reason + ")" : "") +
+      ": messages are off until the e-stop is reset (the run would resume into refused skills).";
+  }
+  input.disabled = latched;
+  $("send").disabled = !mine || latched;
+  input.placeholder = latched ? "E-stop latched: reset the e-stop to send" :
+    mine ? "Type a task, or /pause, /resume, /takeover, /cancel, /reset, /estop" :
+    "Viewing only (take control to send); /cancel, /pause and /estop still work";
+  input.title = blocked;
+  $("blocked").hidden = !blocked;
+  $("blocked").textContent = blocked;
+  $("pause").disabled = !active;
+  $("resume").disabled = !mine || latched || status !== "paused";
+  $("resume").title = latched ? "Reset the e-stop first" : status !== "paused"
+    ? "Nothing to resume (the run is " + status.replace(/_/g, " ") + ")"
+    : (mine ? "Resume the paused run" : "Resuming needs the control lock");
+  $("resume-banner").hidden = status !== "paused";
+  $("resume-banner").disabled = $("resume").disabled;
+  $("takeover-btn").disabled = !mine;
+  $("reset").disabled = !mine;
+  $("estop-reset").disabled = !mine;
 }
 
 function verdictEl(v) {
@@ -105,15 +147,20 @@ function renderTakeover() {
   $("takeover-hint").hidden = !paused;
   $("takeover-hint").textContent = S.estop && S.estop.latched
     ? "The run is paused; reset the e-stop, then your next message resumes it."
-    : "The run is paused; your next message resumes it.";
-  $("takeover-text").textContent = op ? (op.action || "") + " " +
-    (op.detail && Object.keys(op.detail).length ? short(op.detail, 120) : "") : "";
+    : "The run is paused; your next message (or Resume) resumes it.";
+  $("takeover-title").textContent = op && op.action === "pause" ? "Paused by the operator."
+    : (op && !estopOnly ? "Operator takeover." : "Paused.");
+  const d = (op && op.detail) || {};
+  const words = d.note ? "note: " + d.note : (Object.keys(d).length ? short(d, 120) : "");
+  $("takeover-text").textContent = op && !estopOnly
+    ? (op.action === "pause" ? "" : (op.action || "") + " ") + words : "";
 }
 
 function addEvent(ev) {
   const list = $("events");
   const t = (ev.t || "").replace(/^.*T/, "").replace("Z", "");
-  list.append(el("li", { "data-kind": ev.kind || "", "data-by": ev.by || "" },
+  list.append(el("li", { "data-kind": ev.kind || "", "data-by": ev.by || "",
+                         "data-internal": ev.internal ? "true" : "false" },
                  el("span", { class: "t" }, t), ev.text || ev.kind));
   while (list.children.length > MAX_EVENTS) list.firstChild.remove();
   list.scrollTop = list.scrollHeight;
@@ -133,6 +180,7 @@ function renderEstop() {
   $("estop-reason").textContent = e.latched ? (e.reason || "") : "";
   document.body.dataset.estop = e.latched ? "latched" : "clear";
   renderTakeover();
+  renderControls();
 }
 
 function renderLock() {
@@ -142,13 +190,9 @@ function renderLock() {
   lock.textContent = mine ? "You have control" :
     (S.holder ? "Viewing — another viewer has control" : "Viewing — no one has control");
   $("take").hidden = !!mine;
-  $("send").disabled = !mine;
-  $("reset").disabled = !mine;
-  $("estop-reset").disabled = !mine;
   $("estop-reset").title = mine ? "Release the e-stop" :
     "Releasing the e-stop needs the control lock";
-  $("input").placeholder = mine ? "Type a task, /cancel, /reset, /estop or /estop-reset" :
-    "Viewing only (take control to send); /cancel and /estop still work";
+  renderControls();
 }
 
 // ---- cameras ----------------------------------------------------------------------------
@@ -278,6 +322,10 @@ $("form").addEventListener("submit", async (e) => {
   if (word === "/cancel") r = await post("/api/cancel", {});
   else if (word === "/estop") r = await estop(text.slice(word.length).trim());
   else if (word === "/estop-reset") r = await estopReset();
+  else if (word === "/pause") r = await post("/api/pause", {});
+  else if (word === "/resume") r = await post("/api/resume", {});
+  else if (word === "/takeover") r = await post("/api/takeover",
+                                                { note: text.slice(word.length).trim() });
   else r = await post("/api/message", { text });
   if (r.ok) input.value = "";
 });
@@ -301,6 +349,17 @@ async function estopReset() {
 $("estop").addEventListener("click", () => estop(""));
 $("estop-reset").addEventListener("click", () => estopReset());
 $("cancel").addEventListener("click", () => post("/api/cancel", {}));
+$("pause").addEventListener("click", () => post("/api/pause", {}));
+$("resume").addEventListener("click", () => post("/api/resume", {}));
+$("resume-banner").addEventListener("click", () => post("/api/resume", {}));
+$("takeover-btn").addEventListener("click", async () => {
+  const note = $("input").disabled ? "" : $("input").value.trim();
+  const r = await post("/api/takeover", note ? { note } : {});
+  if (r.ok && note) $("input").value = "";
+});
+$("show-internal").addEventListener("change", (e) => {
+  $("events").dataset.internal = e.target.checked ? "shown" : "hidden";
+});
 $("reset").addEventListener("click", () => post("/api/reset", {}));
 $("take").addEventListener("click", () => post("/api/lock", {}));
 

@@ -51,6 +51,8 @@ from solarian_agent.hw.camera.touch import (
 from solarian_agent.hw.errors import HardwareError
 from solarian_agent.hw.tables import format_table
 
+from ...cli_common import CliParser
+
 
 def _board(text: str) -> BoardSpec:
     try:
@@ -81,7 +83,7 @@ def _clicks(text: str) -> list[tuple[float, float]]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=COMMAND, description="Calibrate a camera: intrinsics "
+    ap = CliParser(prog=COMMAND, description="Calibrate a camera: intrinsics "
                                  "from board views, then its pose relative to the arm.")
     sub = ap.add_subparsers(dest="cmd", required=True)
 

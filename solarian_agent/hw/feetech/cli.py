@@ -35,11 +35,13 @@ from solarian_agent.hw.feetech.calibration import (
 from solarian_agent.hw.feetech.simbus import SimulatedBus
 from solarian_agent.hw.tables import format_table
 
+from ...cli_common import CliParser
+
 COMMANDS = ("find-port", "setup-motors", "ping", "calibrate", "import-lerobot", "teleop")
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m solarian_agent.hw.feetech",
+    ap = CliParser(prog="solarian-agent arm",
                                  description="Set-up tools for an SO-101 arm on a Feetech bus.")
     ap.add_argument("command", choices=COMMANDS)
     ap.add_argument("file", nargs="?", help="import-lerobot: the LeRobot calibration JSON")

@@ -1,0 +1,94 @@
+"""The conversation as the panel shows it: the planner's own (``agent/state``), and between its
+entries what the operator should see there too, though the planner's list does not hold it:
+
+* a tool call the harness refused (``tool_refused``, ``action_refused``, ``target_rejected``),
+  where it happened;
+* a message the operator sent that the planner has not yet taken in (it is queued in the
+  planner's events, or its next state has not arrived), marked ``pending`` at the end until
+  the planner's conversation has it.
+
+The planner's list is its last 50 entries (a sliding window, or emptied by a reset); the view
+keeps its own bounded timeline of what it has seen, so a note stays where it was.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Mapping
+from typing import Any
+
+from .link import describe_event, new_entries
+
+REFUSALS = ("tool_refused", "action_refused", "target_rejected")
+
+
+class ConversationView:
+    def __init__(self, clock_now: Any, keep: int = 200, pending_max: int = 20,
+                 pending_for_s: float = 120.0) -> None:
+        self._now = clock_now
+        self.pending_for_s = pending_for_s
+        self._conv: list[dict[str, Any]] = []  # the planner's list as last seen
+        self.timeline: collections.deque[dict[str, Any]] = collections.deque(maxlen=keep)
+        self.pending: collections.deque[dict[str, Any]] = collections.deque(maxlen=pending_max)
+
+    def on_state(self, conversation: list[dict[str, Any]]) -> None:
+        conv = [dict(m) for m in conversation]
+        if self._conv and conv and not _overlaps(self._conv, conv):
+            self.timeline.clear()  # a reset (its event may come later, on another topic)
+            fresh = conv
+        elif not conv:
+            if self._conv:
+                self.timeline.clear()
+            fresh = []
+        else:
+            fresh = new_entries(self._conv, conv)
+        self._conv = conv
+        for m in fresh:
+            self.timeline.append(m)
+            if m.get("role") == "user":
+                self._confirm(str(m.get("text", "")))
+
+    def on_event(self, kind: str, data: Mapping[str, Any]) -> bool:
+        """True when the event changed the view."""
+        if kind == "conversation_reset":
+            self.timeline.clear()
+            self._conv = []
+            return True
+        if kind in REFUSALS:
+            self.timeline.append({"role": "system", "note": "refused",
+                                  "text": describe_event(kind, data)})
+            return True
+        return False
+
+    def sent(self, text: str) -> None:
+        """The operator sent ``text`` (the agent accepted it): pending until the planner's
+        conversation has it."""
+        self.pending.append({"role": "user", "text": text, "pending": True,
+                             "sent_at": self._now()})
+
+    def _confirm(self, text: str) -> None:
+        for p in list(self.pending):
+            if p["text"] == text:
+                self.pending.remove(p)
+                return
+
+    def expire(self) -> bool:
+        """Drop pending messages older than ``pending_for_s``; True when one was dropped."""
+        now = self._now()
+        old = [p for p in self.pending if now - float(p["sent_at"]) > self.pending_for_s]
+        for p in old:
+            self.pending.remove(p)
+        return bool(old)
+
+    def entries(self) -> list[dict[str, Any]]:
+        out = list(self.timeline)
+        out += [{k: v for k, v in p.items() if k != "sent_at"} for p in self.pending]
+        return out
+
+
+def _overlaps(prev: list[dict[str, Any]], new: list[dict[str, Any]]) -> bool:
+    """Whether ``new`` continues ``prev`` (the same list grown, or its window slid on)."""
+    return any(prev[-k:] == new[:k] for k in range(min(len(prev), len(new)), 0, -1))
+
+
+__all__ = ["REFUSALS", "ConversationView"]

@@ -63,6 +63,7 @@ setup(
             "solarian-monitor-node = solarian_agent.ros.monitor_node:main",
             "solarian-planner-node = solarian_agent.ros.planner_node:main",
             "solarian-chat = solarian_agent.ros.chat:main",
+            "solarian-panel = solarian_agent.ros.panel:main",
             "solarian-bag-player = solarian_agent.ros.bag_player:main",
         ],
     },

@@ -286,9 +286,9 @@ def _section_class(tp: Any) -> type | None:
     if tp is None:
         return None
     if get_origin(tp) in (Union, types.UnionType):
-        found = [a for a in get_args(tp) if dataclasses.is_dataclass(a)]
+        found = [a for a in get_args(tp) if isinstance(a, type) and dataclasses.is_dataclass(a)]
         return found[0] if found else None
-    return tp if dataclasses.is_dataclass(tp) and isinstance(tp, type) else None
+    return tp if isinstance(tp, type) and dataclasses.is_dataclass(tp) else None
 
 
 def _fit_defaults(block: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
@@ -298,13 +298,13 @@ def _fit_defaults(block: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]
         return block
     cams = set(block["cameras"])
     out = dict(block)
-    mon_user = user.get("monitor") if isinstance(user.get("monitor"), dict) else {}
+    mon_user: dict[str, Any] = user["monitor"] if isinstance(user.get("monitor"), dict) else {}
     mon = out.get("monitor")
     if isinstance(mon, dict) and "close_ups" not in mon_user and isinstance(
             mon.get("close_ups"), dict):
         out["monitor"] = {**mon, "close_ups": {c: v for c, v in mon["close_ups"].items()
                                                if c in cams}}
-    rt_user = user.get("runtime") if isinstance(user.get("runtime"), dict) else {}
+    rt_user: dict[str, Any] = user["runtime"] if isinstance(user.get("runtime"), dict) else {}
     rt = out.get("runtime")
     if isinstance(rt, dict):
         rt = dict(rt)

@@ -49,11 +49,12 @@ class RosLink(BusLink):
         spec = graph.panel_node(cameras) if cameras else graph.chat_node()
         self.bridge.add(spec.endpoints)
         self._codec = cv.rclpy_codec()
+        super().__init__(bus, list(cameras), service_timeout_s=service_timeout_s,
+                         node=node.get_name(), clock=self.clock)
+        # (after BusLink's __init__, which starts with no publisher of its own)
         self._operator_pub = node.create_publisher(
             self._codec.cls(names.T_OPERATOR_EVENT), names.OPERATOR_EVENTS,
             ros_qos(graph.OPERATOR_QOS))
-        super().__init__(bus, list(cameras), service_timeout_s=service_timeout_s,
-                         node=node.get_name(), clock=self.clock)
         self.spinner = Spinner(node, self._stop, bridge=self.bridge).start()
         self._closed = False
 

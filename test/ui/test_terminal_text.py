@@ -54,8 +54,8 @@ def test_the_chat_prints_what_the_agent_says_escaped():
         {"role": "agent", "text": EVIL},)))
     link.cbs["event"](AgentEvent("2026-01-01T00:00:00.000Z", "run_ended",
                                  {"status": "failed", "summary": EVIL}))
+    s.handle_line("go")  # (before the e-stop: while it is latched no message is sent)
     link.cbs["operator"](OperatorEvent("estop", {"reason": "hand \x1b[2K slip"}, 1.0))
-    s.handle_line("go")
     s.handle_line("/status")
     s.close()
     text = out.getvalue()

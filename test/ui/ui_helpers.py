@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -47,6 +48,42 @@ class Stepper:
     def __exit__(self, *exc: object) -> None:
         self.stop_event.set()
         self.thread.join(5.0)
+
+
+CHROMIUM = os.environ.get("SOLARIAN_CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("SOLARIAN_CHROMEDRIVER", "/usr/bin/chromedriver")
+
+
+def start_chromium(extra_args: tuple[str, ...] = ()) -> tuple[Any, str]:
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
+    if missing:
+        import pytest
+
+        pytest.fail(f"headless Chromium is needed for browser tests; missing {missing}: run "
+                    "scripts/install_browser.sh (make test does)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="solarian-chromium-")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
+              "--no-first-run", "--disable-background-networking",
+              "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+              "--window-size=1440,1000", f"--user-data-dir={profile}", *extra_args):
+        opts.add_argument(a)
+    service = Service(executable_path=CHROMEDRIVER)
+    driver = webdriver.Chrome(service=service, options=opts)
+    driver.set_page_load_timeout(20)
+    driver.set_script_timeout(10)
+    return driver, profile
+
+
+def quit_chromium(driver: Any, profile: str) -> None:
+    try:
+        driver.quit()
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
 
 
 def wait_for(pred: Callable[[], Any], timeout_s: float = 10.0, what: str = "") -> Any:

@@ -103,7 +103,8 @@ def _free_dir(path: Path) -> Path:
 
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
     p = CliParser(prog="solarian-agent demo", description=__doc__)
-    p.add_argument("task", nargs="?", default=DEFAULT_TASK)
+    p.add_argument("task", nargs="?", default=DEFAULT_TASK,
+                   help=f"what to ask the agent (default: {DEFAULT_TASK!r})")
     p.add_argument("--seed", type=int, default=7, help="table layout and fault seed")
     p.add_argument("--sim", choices=SIM_BACKENDS, default=DEFAULT_BACKEND,
                    help="simulator: 2d (the tabletop world, default) or mujoco (3D physics)")
@@ -117,7 +118,8 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
                    help="where episode logs go (default ./recordings/controller)")
     p.add_argument("--record", dest="record", action="store_true", default=True,
                    help="record a rosbag2 file of the run (default on)")
-    p.add_argument("--no-record", dest="record", action="store_false")
+    p.add_argument("--no-record", dest="record", action="store_false",
+                   help="record no rosbag2 file")
     p.add_argument("--realtime", action="store_true", help="pace the simulation in real time")
     p.add_argument("--timeout", type=float, default=600.0, help="simulated seconds allowed")
     return p.parse_args(list(argv))

@@ -44,6 +44,7 @@ import numpy as np
 import yaml
 
 from .cli_common import CliParser
+from .cli_keys import KeyReader
 from .core.monitor import (
     BELOW_FLOOR,
     MET,
@@ -113,7 +114,9 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _load_skill(path: Path | None) -> dict[str, Any]:
+def _load_skill(path: Path | dict[str, Any] | None) -> dict[str, Any]:
+    if isinstance(path, dict):
+        return dict(path)
     if path is None or not path.exists():
         return {}
     text = path.read_text(encoding="utf-8")
@@ -123,7 +126,7 @@ def _load_skill(path: Path | None) -> dict[str, Any]:
     return dict(doc or {})
 
 
-def load_ticks(path: Path, skill: Path | None = None) -> TickSet:
+def load_ticks(path: Path, skill: Path | dict[str, Any] | None = None) -> TickSet:
     path = Path(path)
     if (path / "ticks.jsonl").exists():
         ticks = [Tick(str(r["id"]), str(r.get("pick", r["id"])), int(r.get("tick", 0)),
@@ -169,6 +172,34 @@ def _append(path: Path, rec: dict[str, Any]) -> None:
         f.write(json.dumps(rec) + "\n")
 
 
+def _skill_option(ap: CliParser) -> None:
+    ap.add_argument("--skill", default=None, metavar="TOOL|FILE",
+                    help="the tool whose monitor questions are asked: a tool's name "
+                         "(pick_object, place_at) or a JSON/YAML file with its monitor list "
+                         "(default: TICKS/skill.json)")
+
+
+def skill_file(ap: CliParser, value: str | None) -> Path | dict[str, Any] | None:
+    """``--skill``: an existing file, or the name of a tidy tool with monitor questions
+    (its questions and the shipped configuration's monitor settings); else a usage error."""
+    if value is None:
+        return None
+    path = Path(value).expanduser()
+    if path.exists():
+        return path
+    from .system import default_config_path, tidy_tools
+
+    tools = {name: t.skill for name, t in tidy_tools().items()
+             if getattr(t.skill, "monitor", ())}
+    if value not in tools:
+        ap.error(f"--skill {value!r}: no such file, and no tool of that name has monitor "
+                 f"questions (tools: {', '.join(sorted(tools))})")
+    doc = yaml.safe_load(default_config_path().read_text(encoding="utf-8")) or {}
+    monitor = dict((doc.get("agent") or {}).get("monitor") or {})
+    return {"tool": value, "monitor": [dict(q) for q in tools[value].monitor],
+            "monitor_config": monitor}
+
+
 # -------------------------------------------------------------------------------------------
 # label-ticks
 # -------------------------------------------------------------------------------------------
@@ -203,21 +234,25 @@ def _keys(question: Any) -> list[str]:
 
 def main_label(argv: Sequence[str] | None = None, stdin: IO[str] | None = None,
                stdout: IO[str] | None = None) -> int:
-    ap = CliParser(prog="label-ticks", description="Label recorded monitor "
-                                 "ticks: keys 1-4 label, s unsure, b back, q quit.")
-    ap.add_argument("ticks", type=Path)
-    ap.add_argument("--skill", type=Path, default=None)
-    ap.add_argument("--labels", type=Path, default=None)
-    ap.add_argument("--targets", type=Path, default=None)
-    ap.add_argument("--question", default=None)
-    ap.add_argument("--mark-target", action="store_true")
+    ap = CliParser(prog="solarian-agent label-ticks", description="Label recorded monitor "
+                   "ticks: keys 1-4 label, s unsure, b back, q quit (at a terminal a key "
+                   "needs no Enter).")
+    ap.add_argument("ticks", type=Path, help="a tick-set directory or episode log directory")
+    _skill_option(ap)
+    ap.add_argument("--labels", type=Path, default=None,
+                    help="the labels file (default TICKS/labels.jsonl)")
+    ap.add_argument("--targets", type=Path, default=None,
+                    help="the target boxes file (default TICKS/targets.jsonl)")
+    ap.add_argument("--question", default=None, help="label only this question")
+    ap.add_argument("--mark-target", action="store_true",
+                    help="also ask for the target's box in each close-up")
     ap.add_argument("--image-out", type=Path, default=None,
                     help="write the previous | current image of each tick here")
     ap.add_argument("--show", action="store_true", help="also show it in an OpenCV window")
     a = ap.parse_args(list(argv) if argv is not None else None)
-    inp = stdin or sys.stdin
+    keys = KeyReader(stdin or sys.stdin)
     out = TerminalWriter(stdout or sys.stdout)  # tick and answer text escaped
-    ts = load_ticks(a.ticks, a.skill)
+    ts = load_ticks(a.ticks, skill_file(ap, a.skill))
     labels_path = a.labels or a.ticks / "labels.jsonl"
     targets_path = a.targets or a.ticks / "targets.jsonl"
     questions = {q.name: q.question for q in ts.questions()}
@@ -253,10 +288,11 @@ def main_label(argv: Sequence[str] | None = None, stdin: IO[str] | None = None,
             print(f"  {k} {v}" + (f": {definition}" if definition else ""), file=out)
         print("  s unsure   b back   q quit", file=out)
         out.flush()
-        line = inp.readline()
-        if not line:
+        key = keys.key()
+        if key is None:
             break
-        key = line.strip().lower()
+        if keys.raw and key:
+            print(f"  -> {key}", file=out)
         if key == "q":
             break
         if key == "b":
@@ -279,7 +315,7 @@ def main_label(argv: Sequence[str] | None = None, stdin: IO[str] | None = None,
                 while True:
                     print(f"target box in {f} (x0 y0 x1 y1), or o if out of view:", file=out)
                     out.flush()
-                    ans = inp.readline()
+                    ans = keys.line()
                     if not ans or ans.strip().lower() == "q":
                         return 0
                     s = ans.strip().lower()
@@ -534,29 +570,34 @@ def make_backend(name: str, model: str | None, reasoning: str | None) -> VisionB
 
 def main_eval(argv: Sequence[str] | None = None, stdout: IO[str] | None = None,
               backend: VisionBackend | None = None) -> int:
-    ap = CliParser(prog="eval-monitor", description="Evaluate monitor "
-                                 "questions on labelled ticks.")
-    ap.add_argument("ticks", type=Path)
-    ap.add_argument("--skill", type=Path, default=None)
-    ap.add_argument("--labels", type=Path, default=None)
-    ap.add_argument("--targets", type=Path, default=None)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap = CliParser(prog="solarian-agent eval-monitor", description="Evaluate monitor "
+                   "questions on labelled ticks.")
+    ap.add_argument("ticks", type=Path, help="a tick-set directory or episode log directory")
+    _skill_option(ap)
+    ap.add_argument("--labels", type=Path, default=None,
+                    help="the labels file (default TICKS/labels.jsonl)")
+    ap.add_argument("--targets", type=Path, default=None,
+                    help="the target boxes file (default TICKS/targets.jsonl)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="how many times each tick is asked (default 3)")
     ap.add_argument("--backend", default="cv",
                     choices=("cv", "openai_responses", "openai_decisions", "openai",
-                             "anthropic"))
-    ap.add_argument("--model", default=None)
+                             "anthropic"), help="the vision backend that answers (default cv)")
+    ap.add_argument("--model", default=None, help="the model's name (a model backend)")
     ap.add_argument("--reasoning", default=None,
-                    choices=(None, "minimal", "low", "medium", "high"))
-    ap.add_argument("--no-target", action="store_true")
-    ap.add_argument("--question", default=None)
-    ap.add_argument("--timeout", type=float, default=60.0)
+                    choices=(None, "minimal", "low", "medium", "high"),
+                    help="the model's reasoning effort")
+    ap.add_argument("--no-target", action="store_true",
+                    help="send the close-ups without the target's mark")
+    ap.add_argument("--question", default=None, help="evaluate only this question")
+    ap.add_argument("--timeout", type=float, default=60.0,
+                    help="seconds a model answer may take (default 60)")
     ap.add_argument("--json", type=Path, default=None, help="also write the report here")
     a = ap.parse_args(list(argv) if argv is not None else None)
     out = TerminalWriter(stdout or sys.stdout)  # tick and answer text escaped
     if a.repeats < 1:
-        print("--repeats must be at least 1", file=out)
-        return 2
-    ts = load_ticks(a.ticks, a.skill)
+        ap.error(f"--repeats {a.repeats}: expected at least 1")
+    ts = load_ticks(a.ticks, skill_file(ap, a.skill))
     if not ts.questions():
         print("no monitor questions: pass --skill with the tool's monitor list", file=out)
         return 2

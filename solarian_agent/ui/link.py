@@ -378,7 +378,13 @@ def describe_event(kind: str, data: Mapping[str, Any]) -> str:
         if kind == "operator_takeover" and g("action") == "estop_reset":
             return "operator released the e-stop"
         if kind == "operator_takeover":
-            return f"operator took over: {g('action')} {compact(g('detail') or {}, 80)}"
+            detail = dict(g("detail") or {})
+            note = str(detail.pop("note", "") or "")
+            by = str(detail.pop("by", "") or "")
+            s = f"operator {'paused the run' if g('action') == 'pause' else 'took over'}"
+            s += f" ({by})" if by else ""
+            s += f": {compact(note, 300)}" if note else ""
+            return s + (f" {compact(detail, 80)}" if detail else "")
         if kind == "run_paused":
             return f"run paused: {g('reason', '')}"
         if kind == "run_resumed":

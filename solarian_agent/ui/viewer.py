@@ -337,7 +337,8 @@ def main_view_episode(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--max-side", type=int, default=480, help="frame size in the page")
     p.add_argument("--max-frames", type=int, default=3000, help="frames per camera at most")
     p.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1")
-    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--port", type=int, default=0,
+                   help="with --serve: the TCP port (default 0: any free one)")
     a = p.parse_args(list(argv) if argv is not None else None)
     if a.fps <= 0 or a.max_side < 16 or a.max_frames < 1:
         print("view-episode: --fps must be > 0, --max-side >= 16, --max-frames >= 1",

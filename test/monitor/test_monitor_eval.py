@@ -163,3 +163,80 @@ def test_the_monitor_benchmark_reports_rows_with_baselines():
     rows = monitor.run(quick=True)
     assert [r["unit"] for r in rows] == ["ms", "%", "ms"]
     assert all(isinstance(r["value"], float) and r["baseline"] for r in rows)
+
+
+def test_skill_by_the_tools_name(tmp_path):
+    """--skill takes a tool's name: its monitor questions, as the tick set's own file has them."""
+    from solarian_agent.skills.arm_skills import PICK_MONITOR
+
+    d, _ = small_set(tmp_path)
+    (d / "skill.json").unlink()
+    out = io.StringIO()
+    assert main_eval([str(d), "--skill", "pick_object", "--repeats", "1", "--labels",
+                      str(TICKS / "labels.jsonl"), "--json", str(tmp_path / "r.json")],
+                     stdout=out) == 0
+    rep = json.loads((tmp_path / "r.json").read_text())
+    assert set(rep["questions"]) == {q["name"] for q in PICK_MONITOR} == {"progress"}
+    assert rep["questions"]["progress"]["n"] == 3
+    # a name no tool has (and no file) is a one-line usage error naming it and the tools
+    with pytest.raises(SystemExit) as e:
+        main_eval([str(d), "--skill", "pick_objct"], stdout=io.StringIO())
+    assert e.value.code == 2
+    with pytest.raises(SystemExit):
+        main_label([str(d), "--skill", "pick_objct"], stdin=io.StringIO(""),
+                   stdout=io.StringIO())
+
+
+def test_skill_by_name_error_text(tmp_path, capsys):
+    d, _ = small_set(tmp_path)
+    with pytest.raises(SystemExit):
+        main_eval([str(d), "--skill", "pick_objct"], stdout=io.StringIO())
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'pick_objct'" in err, err
+    assert "pick_object" in err and "place_at" in err
+
+
+def test_label_ticks_keys_need_no_enter_at_a_terminal(tmp_path):
+    """At a terminal (a pseudo-terminal here) one key labels a tick: no Enter."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+    import time
+
+    d, rows = small_set(tmp_path, 2)
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "solarian_agent.cli", "label-ticks", str(d)],
+                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    os.close(slave)
+    seen = b""
+
+    def read_until(text: bytes, timeout_s: float = 30.0) -> None:
+        nonlocal seen
+        end = time.monotonic() + timeout_s
+        while text not in seen:
+            left = end - time.monotonic()
+            assert left > 0, (text, seen[-2000:])
+            r, _, _ = select.select([master], [], [], left)
+            if r:
+                try:
+                    seen += os.read(master, 4096)
+                except OSError:  # the child closed the terminal
+                    break
+        assert text in seen, (text, seen[-2000:])
+
+    try:
+        read_until(b"[1/2]")
+        read_until(b"q quit")
+        os.write(master, b"2")  # no newline
+        read_until(b"[2/2]")
+        os.write(master, b"q")
+        assert proc.wait(30) == 0, seen[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        os.close(master)
+    labels = load_labels(d / "labels.jsonl")
+    assert labels == {(rows[0]["id"], "progress"): "grasping"}

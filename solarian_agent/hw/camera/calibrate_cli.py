@@ -85,7 +85,8 @@ def _clicks(text: str) -> list[tuple[float, float]]:
 def _parser() -> argparse.ArgumentParser:
     ap = CliParser(prog=COMMAND, description="Calibrate a camera: intrinsics "
                                  "from board views, then its pose relative to the arm.")
-    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="STEP",
+                            help="print-board, intrinsics, board-pose, touch or show")
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--camera", required=True, help="the camera's name (overhead, wrist...)")
@@ -96,13 +97,17 @@ def _parser() -> argparse.ArgumentParser:
         g = p.add_mutually_exclusive_group(required=True)
         g.add_argument("--images", nargs="+", help="image files or globs")
         g.add_argument("--source", help="camera device index, /dev/video* path or video file")
-        p.add_argument("--width", type=int, default=0)
-        p.add_argument("--height", type=int, default=0)
+        p.add_argument("--width", type=int, default=0,
+                       help="capture width from --source (0: the camera's own)")
+        p.add_argument("--height", type=int, default=0,
+                       help="capture height from --source (0: the camera's own)")
 
     pb = sub.add_parser("print-board", help="write a board image to print")
-    pb.add_argument("--board", type=_board, required=True)
-    pb.add_argument("--out", required=True)
-    pb.add_argument("--px-per-square", type=int, default=200)
+    pb.add_argument("--board", type=_board, required=True,
+                    help="chessboard:COLSxROWS:SQUARE_MM or charuco:COLSxROWS:SQ_MM:MARKER_MM")
+    pb.add_argument("--out", required=True, help="the image file to write (PNG)")
+    pb.add_argument("--px-per-square", type=int, default=200,
+                    help="pixels per board square (default 200)")
 
     pi = sub.add_parser("intrinsics", help="K and D from views of a board")
     common(pi)
@@ -116,13 +121,15 @@ def _parser() -> argparse.ArgumentParser:
     pp = sub.add_parser("board-pose", help="the camera's pose from a board at a measured pose")
     common(pp)
     frames(pp)
-    pp.add_argument("--board", type=_board, required=True)
+    pp.add_argument("--board", type=_board, required=True,
+                    help="chessboard:COLSxROWS:SQUARE_MM or charuco:COLSxROWS:SQ_MM:MARKER_MM")
     pp.add_argument("--board-pose", required=True,
                     type=_floats(3, 4, "X,Y,YAW_DEG or X,Y,Z,YAW_DEG (metres, degrees)"),
                     help="the board origin's x, y (, z) in the arm's base frame (metres) and "
                          "its x axis' yaw from the base's x (degrees, counter-clockwise)")
     pp.add_argument("--frames", type=int, default=10, help="frames averaged from --source")
-    pp.add_argument("--max-error", type=float, default=2.0)
+    pp.add_argument("--max-error", type=float, default=2.0,
+                    help="refuse above this reprojection error (px; default 2)")
 
     pt = sub.add_parser("touch", help="the camera's pose from table marks touched with the "
                                       "gripper tip and clicked in the image")
@@ -136,11 +143,13 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--image", help="a frame of the marks (arm out of view) taken before")
     pt.add_argument("--clicks", type=_clicks, default=None,
                     help="the marks' pixels 'u,v;u,v;...' in the order touched (else asked)")
-    pt.add_argument("--max-error", type=float, default=3.0)
+    pt.add_argument("--max-error", type=float, default=3.0,
+                    help="refuse above this reprojection error (px; default 3)")
 
     ps = sub.add_parser("show", help="print a calibration file and map pixels to the table")
     common(ps)
-    ps.add_argument("--pixel", action="append", type=_floats(2, 2, "U,V"), default=[])
+    ps.add_argument("--pixel", action="append", type=_floats(2, 2, "U,V"), default=[],
+                    help="a pixel U,V to map onto the table (repeatable)")
     return ap
 
 

@@ -43,20 +43,24 @@ COMMANDS = ("find-port", "setup-motors", "ping", "calibrate", "import-lerobot", 
 def _parser() -> argparse.ArgumentParser:
     ap = CliParser(prog="solarian-agent arm",
                                  description="Set-up tools for an SO-101 arm on a Feetech bus.")
-    ap.add_argument("command", choices=COMMANDS)
+    ap.add_argument("command", choices=COMMANDS,
+                    help="find-port (which port is the arm's), setup-motors (servo ids one by "
+                         "one), ping, calibrate, import-lerobot (a LeRobot calibration), teleop")
     ap.add_argument("file", nargs="?", help="import-lerobot: the LeRobot calibration JSON")
     ap.add_argument("--port", help="serial port, e.g. /dev/serial/by-id/usb-1a86_...")
     ap.add_argument("--sim", action="store_true", help="use simulated servos")
     ap.add_argument("--calibration", default="",
                     help=f"the arm's calibration YAML (default {default_arm_config()})")
-    ap.add_argument("--baudrate", type=int, default=1_000_000)
+    ap.add_argument("--baudrate", type=int, default=1_000_000,
+                    help="the bus's baud rate (default 1000000)")
     ap.add_argument("--pattern", action="append", default=None,
                     help="find-port: where to look for ports (repeatable; default "
                          + ", ".join(setup_tools.PORT_PATTERNS) + ")")
     ap.add_argument("--joint", action="append", choices=SO101_JOINTS, default=None,
                     help="setup-motors: only these joints (default all, gripper first)")
     ap.add_argument("--id", dest="robot_id", help="import-lerobot: LeRobot's robot id")
-    ap.add_argument("--robot-type", default="so101_follower", choices=lerobot.ROBOT_TYPES)
+    ap.add_argument("--robot-type", default="so101_follower", choices=lerobot.ROBOT_TYPES,
+                    help="import-lerobot: LeRobot's robot type (default so101_follower)")
     ap.add_argument("--write-offsets", action="store_true",
                     help="import-lerobot: write the file's homing offsets into the servos")
     ap.add_argument("--dry-run", action="store_true", help="import-lerobot: only compare")

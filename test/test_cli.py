@@ -93,11 +93,16 @@ def test_bad_values_name_the_option(capsys):
                        (["chat", "--wait", "-1"], "--wait"),
                        (["demo", "--seed", "x"], "--seed"),
                        (["bench", "nosuchsuite"], "nosuchsuite"),
-                       (["demo", "--log-level", "loud"], "--log-level")):
-        with pytest.raises(SystemExit) as e:
-            cli.main(argv)
+                       (["demo", "--log-level", "loud"], "--log-level"),
+                       (["panel", "--monitor", "clairvoyant"], "clairvoyant"),
+                       (["panel", "--ros", "--planner", "rules"], "--planner"),
+                       (["chat", "--ros", "--config", "x.yaml"], "--config")):
+        try:
+            code = cli.main(argv)
+        except SystemExit as e:  # argparse's usage error
+            code = e.code
         err = capsys.readouterr().err.strip()
-        assert e.value.code == 2 and len(err.splitlines()) == 1 and word in err, (argv, err)
+        assert code == 2 and len(err.splitlines()) == 1 and word in err, (argv, err)
 
 
 def test_log_level_and_verbose_before_or_after_the_command(monkeypatch):
@@ -162,8 +167,11 @@ def _read_until(stream, text: str, timeout_s: float) -> str:
 @pytest.mark.parametrize("args,ready", [
     (["chat", "--no-log", "--no-color"], "/help for commands"),
     (["panel", "--port", "0"], "operator panel on http://127.0.0.1:"),
+    (["panel", "--port", "0", "--host", "localhost", "--config", "minimal.yaml", "--planner",
+      "rules", "--monitor", "none"], "operator panel on http://localhost:"),
 ])
 def test_ctrl_c_exits_130_without_a_traceback(args, ready, tmp_path):
+    (tmp_path / "minimal.yaml").write_text("agent: {planner: {provider: rules}}\n")
     proc = _run(args, cwd=tmp_path)
     try:
         out = _read_until(proc.stdout, ready, 60)
@@ -184,3 +192,33 @@ def test_version_from_a_shell():
     r = subprocess.run([sys.executable, "-m", "solarian_agent.cli", "--version"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == f"solarian-agent {version()}"
+
+
+def test_bench_progress_per_suite_a_table_within_100_columns_and_json(tmp_path, monkeypatch,
+                                                                     capsys):
+    import json
+
+    from solarian_agent import benchmarks
+
+    (tmp_path / "tinybench_a.py").write_text(
+        "def run(quick=False):\n"
+        "    return [{'name': 'goal round trip through the skills node and back ' * 2,\n"
+        "             'value': 12.345, 'unit': 'ms', 'baseline': 'bare rclpy action server '\n"
+        "             'on the same host, same QoS', 'note': 'p50 of 200 goals; ' * 6}]\n")
+    (tmp_path / "tinybench_b.py").write_text(
+        "def run(quick=False):\n    return [{'name': 'x', 'value': 1, 'unit': 's'}]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(benchmarks, "SUITES", {"a": "tinybench_a", "b": "tinybench_b"})
+    assert cli.main(["bench", "a", "b"]) == 0
+    out, err = capsys.readouterr()
+    progress = err.strip().splitlines()
+    assert progress == ["bench [1/2] a ...", progress[1], "bench [2/2] b ...", progress[3]]
+    assert progress[1].startswith("bench [1/2] a: 1 rows in ")
+    lines = out.rstrip("\n").splitlines()
+    assert lines[0].split() == ["suite", "name", "value", "unit", "baseline", "note"]
+    assert max(len(line) for line in lines) <= 100, max(lines, key=len)
+    assert len(lines) > 4  # the long cells wrapped onto more lines
+    assert "p50 of 200" in out and "12.345" in out
+    assert cli.main(["bench", "a", "b", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["suite"] for r in rows] == ["a", "b"] and rows[0]["value"] == 12.345

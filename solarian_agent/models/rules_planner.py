@@ -124,8 +124,9 @@ class RulesPlanner:
 
     # -- decisions ---------------------------------------------------------------------------
     def _task(self, req: ModelRequest) -> str:
-        """The operator's task: the first user message's quote from the operator."""
-        for msg in req.messages:
+        """The operator's task: the newest task message's quote from the operator (the
+        conversation keeps the earlier runs' tasks until a reset; this run's is the last)."""
+        for msg in reversed(req.messages):
             if msg.role == "user" and msg.text().startswith(TASK_PREFIX):
                 said = [t for src, t in find_quotes(msg.text()) if src == OPERATOR]
                 return said[0].split("\n", 1)[0] if said else ""

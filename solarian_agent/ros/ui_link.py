@@ -73,6 +73,17 @@ class RosLink(BusLink):
     def agent_available(self) -> bool:
         return self._has_service(names.AGENT_MESSAGE)
 
+    def _trigger(self, service: str, request: Mapping[str, Any]) -> Reply:
+        """An e-stop call waits (bounded) for its server to be discovered: a front end that
+        just started, or a server that just restarted, is not yet "unavailable"."""
+        client = self.bridge.clients.get(service)
+        if client is not None and not self._has_service(service):
+            try:
+                client.wait_for_service(timeout_sec=min(2.0, self.service_timeout_s))
+            except Exception:  # the node is shutting down: the call below says so
+                pass
+        return super()._trigger(service, request)
+
     def operator_event(self, kind: str, detail: Mapping[str, Any] | None = None) -> Reply:
         ev = OperatorEvent(kind, dict(detail or {}), self.clock.now())
         try:

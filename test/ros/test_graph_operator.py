@@ -104,9 +104,10 @@ def _type(d, text):
     box.send_keys(Keys.ENTER)
 
 
-def _open(d, url, g):
+def _open(d, url, g, p):
     from selenium.webdriver.common.by import By
 
+    p.call("std_srvs/srv/Trigger", f"{NS}/estop_reset")  # whatever a test before left latched
     d.get(url)
     _wait(lambda: _attr(d, "lock", "data-mine") == "true", 20, "the control lock", g)
     _wait(lambda: len(d.find_elements(By.CSS_SELECTOR, "#cameras img[data-seq]")) >= 2, 20,
@@ -150,6 +151,7 @@ class Terminal:
 def test_chat_over_ros_has_the_embedded_chats_commands(graph):
     g, p, _ = graph
     env = dict(os.environ, ROS_DOMAIN_ID=str(g.domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    ops = p.listen("solarian_agent/msg/OperatorEvent", f"{NS}/operator/events")
     t = Terminal([sys.executable, "-m", "solarian_agent.cli", "chat", "--ros", "--namespace",
                   NS, "--no-color"], env)
     try:
@@ -169,6 +171,20 @@ def test_chat_over_ros_has_the_embedded_chats_commands(graph):
         t.wait_for("agent: I can tidy the table when told what goes where", 30)
         t.type("/cancel")
         t.wait_for("→ cancelled]", 20)
+        # /takeover [note]: an operator event on the graph, the note in it
+        t.type("/takeover I moved the cup")
+        t.wait_for("operator takeover sent")
+        assert wait_until(lambda: any(o.kind == "takeover" and "I moved the cup" in o.detail_json
+                                      for o in list(ops)), 10, 0.05), list(ops)
+        # /estop latches the simulator's e-stop (its answer, then its operator event; a
+        # std_srvs/Trigger carries no reason); a message is not sent while it is latched;
+        # /estop-reset releases it
+        t.type("/estop from the test")
+        t.wait_for("*** E-STOP LATCHED: ", 20)
+        t.type("put the red cup on the tray")
+        t.wait_for("not sent: the e-stop is latched")
+        t.type("/estop-reset")
+        t.wait_for("*** e-stop released ***", 20)
         t.type("/quit")
         assert t.proc.wait(20) == 0, t.text()
     finally:
@@ -181,7 +197,7 @@ def test_a_task_typed_in_the_page_tidies_the_table(graph, page):
 
     g, p, url = graph
     d = page
-    _open(d, url, g)
+    _open(d, url, g, p)
     _type(d, TASK)
     # the typed message shows at once (pending until the planner's state has it)
     _wait(lambda: any(TASK in t for t in _texts(d, '#conversation .msg[data-role="user"]')),
@@ -219,7 +235,7 @@ def test_pause_resume_take_over_and_estop_from_the_page(graph, page):
     assert r.ok, r.message
     events = _skill_events(p)
     d = page
-    _open(d, url, g)
+    _open(d, url, g, p)
     _type(d, TASK)
     _wait(lambda: _kinds(events, "skill_started"), 60, "a skill to start", g)
     # the page shows the run and its skill (Pause is on while the run is active)

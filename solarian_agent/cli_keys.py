@@ -35,7 +35,8 @@ class KeyReader:
 
         old = termios.tcgetattr(self._fd)
         try:
-            tty.setcbreak(self._fd)
+            # TCSANOW: a key typed ahead (while the last tick printed) is kept, not flushed
+            tty.setcbreak(self._fd, termios.TCSANOW)
             data = os.read(self._fd, 1)
         finally:
             termios.tcsetattr(self._fd, termios.TCSADRAIN, old)

@@ -172,11 +172,17 @@ def _append(path: Path, rec: dict[str, Any]) -> None:
         f.write(json.dumps(rec) + "\n")
 
 
-def _skill_option(ap: CliParser) -> None:
+def _tick_options(ap: CliParser) -> None:
+    """What label-ticks and eval-monitor both take: the ticks, the tool, labels and boxes."""
+    ap.add_argument("ticks", type=Path, help="a tick-set directory or episode log directory")
     ap.add_argument("--skill", default=None, metavar="TOOL|FILE",
                     help="the tool whose monitor questions are asked: a tool's name "
                          "(pick_object, place_at) or a JSON/YAML file with its monitor list "
                          "(default: TICKS/skill.json)")
+    ap.add_argument("--labels", type=Path, default=None,
+                    help="the labels file (default TICKS/labels.jsonl)")
+    ap.add_argument("--targets", type=Path, default=None,
+                    help="the target boxes file (default TICKS/targets.jsonl)")
 
 
 def skill_file(ap: CliParser, value: str | None) -> Path | dict[str, Any] | None:
@@ -237,12 +243,7 @@ def main_label(argv: Sequence[str] | None = None, stdin: IO[str] | None = None,
     ap = CliParser(prog="solarian-agent label-ticks", description="Label recorded monitor "
                    "ticks: keys 1-4 label, s unsure, b back, q quit (at a terminal a key "
                    "needs no Enter).")
-    ap.add_argument("ticks", type=Path, help="a tick-set directory or episode log directory")
-    _skill_option(ap)
-    ap.add_argument("--labels", type=Path, default=None,
-                    help="the labels file (default TICKS/labels.jsonl)")
-    ap.add_argument("--targets", type=Path, default=None,
-                    help="the target boxes file (default TICKS/targets.jsonl)")
+    _tick_options(ap)
     ap.add_argument("--question", default=None, help="label only this question")
     ap.add_argument("--mark-target", action="store_true",
                     help="also ask for the target's box in each close-up")
@@ -572,12 +573,7 @@ def main_eval(argv: Sequence[str] | None = None, stdout: IO[str] | None = None,
               backend: VisionBackend | None = None) -> int:
     ap = CliParser(prog="solarian-agent eval-monitor", description="Evaluate monitor "
                    "questions on labelled ticks.")
-    ap.add_argument("ticks", type=Path, help="a tick-set directory or episode log directory")
-    _skill_option(ap)
-    ap.add_argument("--labels", type=Path, default=None,
-                    help="the labels file (default TICKS/labels.jsonl)")
-    ap.add_argument("--targets", type=Path, default=None,
-                    help="the target boxes file (default TICKS/targets.jsonl)")
+    _tick_options(ap)
     ap.add_argument("--repeats", type=int, default=3,
                     help="how many times each tick is asked (default 3)")
     ap.add_argument("--backend", default="cv",

@@ -292,7 +292,7 @@ def _run(quick: bool) -> list[dict[str, Any]]:
     episodes = n * len(CONTROLLERS)
     rows.append({"name": "tidy-up episodes per minute, all controllers",
                  "value": round(60 * episodes / wall), "unit": "episodes/min",
-                 "baseline": "hundreds per minute (DESIGN.md §5)",
+                 "baseline": "hundreds per minute (target)",
                  "note": f"{episodes} episodes, faults: grasp fail "
                          f"{FAULTS.grasp_fail_p:.0%}, slip {FAULTS.slip_p:.0%}, at most "
                          f"{FAULTS.max_consecutive} in a row"})

@@ -192,6 +192,37 @@ def test_chat_over_ros_has_the_embedded_chats_commands(graph):
     assert "Traceback" not in t.text()
 
 
+def test_panel_ros_from_the_command_line_attaches_to_the_graph(graph):
+    """``solarian-agent panel --ros``: the same page from a terminal, on the graph's state, its
+    cameras and its e-stop; Ctrl-C ends it with 130 and no traceback."""
+    import signal
+    import urllib.request
+
+    g, p, _ = graph
+    env = dict(os.environ, ROS_DOMAIN_ID=str(g.domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    t = Terminal([sys.executable, "-m", "solarian_agent.cli", "panel", "--ros", "--namespace",
+                  NS, "--port", "0"], env)
+    try:
+        t.wait_for("operator panel on http://127.0.0.1:", 60)
+        m = re.search(r"operator panel on (http://127\.0\.0\.1:\d+/)", t.text())
+        assert m, t.text()
+
+        def state():
+            with urllib.request.urlopen(m.group(1) + "api/state", timeout=5) as r:
+                return json.loads(r.read())
+
+        _wait(lambda: state()["state"]["status"] not in ("connecting", ""), 30,
+              "the graph's agent/state in the panel", g)
+        _wait(lambda: state()["estop"]["available"], 30, "the simulator's e-stop", g)
+        with urllib.request.urlopen(m.group(1) + "api/state", timeout=5) as r:
+            assert r.status == 200
+        os.killpg(t.proc.pid, signal.SIGINT)
+        assert t.proc.wait(30) == 130, t.text()
+    finally:
+        t.close()
+    assert "Traceback" not in t.text(), t.text()
+
+
 def test_a_task_typed_in_the_page_tidies_the_table(graph, page):
     from selenium.webdriver.common.by import By
 

@@ -17,6 +17,7 @@ wait is bounded (``service_timeout_s``).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -104,10 +105,13 @@ class RosLink(BusLink):
 
 def open_node(name: str, *, namespace: str = "", domain: int | None = None,
               args: Sequence[str] | None = None) -> Node:
-    """A node on a context of its own (no rclpy signal handlers: Ctrl-C stays Python's)."""
+    """A node on a context of its own (no rclpy signal handlers: Ctrl-C stays Python's), with
+    the Fast DDS profile the launcher gives the graph's nodes (unless one is set)."""
+    from .processes import with_dds_profile
     from .ros_types import find_generated_interfaces
 
     find_generated_interfaces()
+    with_dds_profile(os.environ)  # type: ignore[arg-type]  # before the DDS participant starts
     context = rclpy.Context()
     rclpy.init(args=list(args) if args is not None else None, context=context,
                domain_id=domain)

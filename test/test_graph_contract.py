@@ -185,6 +185,29 @@ def test_sim_launch_graph_is_consistent(fake_launch, overrides):
         assert all(full.startswith("/robot1/") for n in g for _, full in n.resolved())
 
 
+@pytest.mark.parametrize("kind,extra", [("sim", {}),
+                                        ("robot", {"cameras": "overhead=0,wrist=2",
+                                                   "simulated_bus": "true"})])
+def test_panel_true_adds_the_panel_node_to_a_consistent_graph(fake_launch, kind, extra):
+    """``panel:=true``: the operator panel is a node of the graph; every topic it reads has a
+    publisher there and every service it calls a server."""
+    nodes, procs, values = run_launch(kind, panel="true", panel_port="0", namespace="op",
+                                      **extra)
+    (panel,) = [n for n in nodes if n.kwargs["executable"] == "panel"]
+    params = {k: v for d in panel.kwargs["parameters"] for k, v in d.items()}
+    assert params["port"] == 0 and params["host"] == "127.0.0.1" and "config_file" in params
+    g = launched_graph(nodes, procs, values["namespace"])
+    assert "panel" in {n.spec.name for n in g}
+    assert graph.check_graph(g, CHAT) == []
+    nodes, _, _ = run_launch(kind, **extra)
+    assert "panel" not in {n.kwargs["executable"] for n in nodes}  # off by default
+
+
+def test_a_bad_panel_port_is_named():
+    with pytest.raises(ValueError, match="panel_port:='http'"):
+        launch_plan.sim_plan({"panel": "true", "panel_port": "http"}, components.share_dir())
+
+
 def test_sim_launch_records_mcap_of_every_published_topic(fake_launch):
     nodes, procs, _ = run_launch("sim", record="true", bag="/tmp/b", namespace="ns")
     (rec,) = procs

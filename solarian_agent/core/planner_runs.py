@@ -70,7 +70,11 @@ class RunControl:
     def handle_operator(self, ev: Event) -> None:
         desc = ev.content + (f" {json.dumps(ev.context, default=str)}" if ev.context else "")
         self.p.log_event("operator_takeover", by="operator", action=ev.content, detail=ev.context)
-        self.p.operator_actions.append(desc)
+        if self.p.status in ("running", "waiting_user", "paused"):
+            # what the operator did during this run, told on resume (the last 20: bounded);
+            # an event between runs belongs to no run
+            self.p.operator_actions.append(desc)
+            del self.p.operator_actions[:-20]
         # the executor advanced the generation itself when the event was published; the
         # planner only stops listening to its old decisions and adopts the new generation
         self.adopt_generation()
@@ -110,6 +114,7 @@ class RunControl:
         self.p.tool_failures = {}
         self.p.news = []
         self.p.wake_reasons = []
+        self.p.operator_actions.clear()
         if self.p.recorder is not None:  # every run in its own episode
             self.p.log = self.p.recorder.episode_for_run(task)
             self.p.run_id = self.p.log.run_id

@@ -53,22 +53,23 @@ def load_config(config_file: str = "", overrides: Mapping[str, Any] | None = Non
                 ) -> AgentConfig:
     """The agent: block of ``config_file`` laid over the shipped config/controller.yaml
     (default: that file alone), with ``overrides`` (already-typed ROS parameters: cameras,
-    control_period_s) applied and validated exactly as the core validates the YAML."""
+    control_period_s) laid over both and validated exactly as the core validates the YAML.
+    The shipped settings of a camera the result does not list (the wrist close-up, for
+    ``cameras:=overhead``) are dropped; a user's own that name one are errors."""
     from ..core.config import read_yaml
 
     shipped = default_config_path()
     path = Path(config_file) if config_file else shipped
-    doc = read_yaml(path) or {}
+    own = path.expanduser().resolve() != shipped.resolve()
+    doc = (read_yaml(path) or {}) if own else {}
     if not isinstance(doc, dict):
         raise ConfigError("agent", f"{path} must hold a mapping at the top level")
     user = {**doc, "agent": dict(doc.get("agent") or {})}
     for k, v in (overrides or {}).items():
         if v is not None and v != [] and v != "":
             user["agent"][k] = v
-    defaults = None
-    if path.expanduser().resolve() != shipped.resolve():
-        base = read_yaml(shipped) or {}
-        defaults = dict(base.get("agent") or {}) if isinstance(base, dict) else {}
+    base = read_yaml(shipped) or {}
+    defaults = dict(base.get("agent") or {}) if isinstance(base, dict) else {}
     return load_agent_config(user, defaults=defaults, where=str(path))
 
 

@@ -381,7 +381,8 @@ def describe_event(kind: str, data: Mapping[str, Any]) -> str:
             detail = dict(g("detail") or {})
             note = str(detail.pop("note", "") or "")
             by = str(detail.pop("by", "") or "")
-            s = f"operator {'paused the run' if g('action') == 'pause' else 'took over'}"
+            s = ("operator paused the run" if g("action") == "pause"
+                 else f"operator took over: {g('action')}")
             s += f" ({by})" if by else ""
             s += f": {compact(note, 300)}" if note else ""
             return s + (f" {compact(detail, 80)}" if detail else "")

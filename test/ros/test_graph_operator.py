@@ -174,7 +174,7 @@ def test_chat_over_ros_has_the_embedded_chats_commands(graph):
         t.type("/takeover I moved the cup")
         t.wait_for("operator takeover sent")
         # the planner was told: its operator_takeover event, with the note, in the chat's lines
-        t.wait_for('operator took over (chat): "I moved the cup"', 20)
+        t.wait_for('operator took over: takeover (chat): "I moved the cup"', 20)
         # /estop latches the simulator's e-stop (its answer, then its operator event; a
         # std_srvs/Trigger carries no reason); a message is not sent while it is latched;
         # /estop-reset releases it

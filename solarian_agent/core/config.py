@@ -365,5 +365,11 @@ def load_agent_config(source: str | Path | dict[str, Any], root: str = "agent",
     if not isinstance(block, dict):
         raise ConfigError(root, f"must be a mapping, got {type(block).__name__}")
     if defaults is not None:
-        block = _fit_defaults(merge_blocks(AgentConfig, defaults, block), block)
+        block = lay_over(defaults, block)
     return load_dataclass(AgentConfig, block, root)
+
+
+def lay_over(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Raw ``agent:`` block ``over`` laid on ``base`` (:func:`merge_blocks`); when ``over``
+    lists its own ``cameras``, ``base``'s settings for cameras it does not list are dropped."""
+    return _fit_defaults(merge_blocks(AgentConfig, base, over), over)

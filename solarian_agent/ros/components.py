@@ -54,9 +54,9 @@ def load_config(config_file: str = "", overrides: Mapping[str, Any] | None = Non
     """The agent: block of ``config_file`` laid over the shipped config/controller.yaml
     (default: that file alone), with ``overrides`` (already-typed ROS parameters: cameras,
     control_period_s) laid over both and validated exactly as the core validates the YAML.
-    The shipped settings of a camera the result does not list (the wrist close-up, for
-    ``cameras:=overhead``) are dropped; a user's own that name one are errors."""
-    from ..core.config import read_yaml
+    The ``cameras`` parameter selects among the configured cameras: ``cameras:=overhead``
+    drops the settings for the wrist (the shipped file's or the user's own)."""
+    from ..core.config import lay_over, read_yaml
 
     shipped = default_config_path()
     path = Path(config_file) if config_file else shipped
@@ -64,13 +64,13 @@ def load_config(config_file: str = "", overrides: Mapping[str, Any] | None = Non
     doc = (read_yaml(path) or {}) if own else {}
     if not isinstance(doc, dict):
         raise ConfigError("agent", f"{path} must hold a mapping at the top level")
-    user = {**doc, "agent": dict(doc.get("agent") or {})}
-    for k, v in (overrides or {}).items():
-        if v is not None and v != [] and v != "":
-            user["agent"][k] = v
     base = read_yaml(shipped) or {}
-    defaults = dict(base.get("agent") or {}) if isinstance(base, dict) else {}
-    return load_agent_config(user, defaults=defaults, where=str(path))
+    block = lay_over(dict(base.get("agent") or {}) if isinstance(base, dict) else {},
+                     dict(doc.get("agent") or {}))
+    # the parameters select among the file's settings: cameras:=overhead drops the wrist's
+    block = lay_over(block, {k: v for k, v in (overrides or {}).items()
+                             if v is not None and v != [] and v != ""})
+    return load_agent_config({**doc, "agent": block}, where=str(path))
 
 
 # ------------------------------------------------------------------------------------------

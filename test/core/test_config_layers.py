@@ -80,3 +80,15 @@ def test_the_demo_tidies_with_a_minimal_file(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0, out[-3000:]
     assert "tool_refused" not in out
+
+
+def test_the_cameras_parameter_selects_among_the_configured_cameras(tmp_path):
+    """A node's ``cameras:=overhead`` over the shipped file, or over an installed copy of it
+    (what a node reads from share/), drops the wrist's settings instead of failing."""
+    from solarian_agent.system import default_config_path
+
+    copy = _write(tmp_path, default_config_path().read_text(), "controller.yaml")
+    for path in ("", str(copy)):
+        cfg = ros_load_config(path, {"cameras": ["overhead"]})
+        assert list(cfg.cameras) == ["overhead"]
+        assert cfg.monitor is not None and "wrist" not in cfg.monitor.close_ups

@@ -10,7 +10,9 @@ verifies and retries can finish the task.
 
 Random faults come from :class:`FaultConfig` probabilities and the injector's own seed, so a
 run is reproducible and independent of how the layout was drawn.  ``max_consecutive`` caps
-back-to-back failures of one object, so retrying always succeeds eventually.  Faults can also
+back-to-back failed picks of one object, whatever the kind (a missed grasp, then a slip, then a
+missed grasp are three in a row), so retrying always succeeds eventually: the streak ends only
+when a pick of that object lifts it without a slip.  Faults can also
 be forced one at a time with :meth:`FaultInjector.inject` (the ``sim/inject_fault`` service).
 """
 
@@ -108,16 +110,20 @@ class FaultInjector:
         self.log.append({"t": round(t, 4), "kind": kind, **detail})
 
     def _decide(self, kind: str, p: float, obj: str, t: float) -> bool:
-        key = f"{kind}:{obj}"
+        """One fault decision for ``obj``.  The streak is the object's failed picks in a row
+        across both kinds; a grasp that holds does not end it (the lift may still slip), a
+        lift that holds does."""
         if self._forced[kind] > 0:
             self._forced[kind] -= 1
             fault = True
         else:
             u = float(self.rng.random())
-            fault = u < p and self._streak.get(key, 0) < self.config.max_consecutive
-        self._streak[key] = self._streak.get(key, 0) + 1 if fault else 0
+            fault = u < p and self._streak.get(obj, 0) < self.config.max_consecutive
         if fault:
+            self._streak[obj] = self._streak.get(obj, 0) + 1
             self._record(t, kind, object=obj)
+        elif kind == "slip":
+            self._streak[obj] = 0
         return fault
 
     # asked by the world --------------------------------------------------------------------

@@ -33,6 +33,26 @@ def test_max_consecutive_makes_faults_recoverable() -> None:
     assert f.counts["grasp_fail"] == 2
 
 
+def test_max_consecutive_counts_failed_picks_across_fault_kinds() -> None:
+    """A missed grasp and a slip are both a failed pick: the cap holds across the kinds (it
+    used to count each kind apart, and 8 failed picks in a row were injected)."""
+    for seed in range(30):
+        f = FaultInjector(FaultConfig(grasp_fail_p=0.9, slip_p=0.9, max_consecutive=2), seed)
+        in_row = longest = 0
+        for i in range(40):  # one pick attempt: the grasp, then (if it held) the lift
+            failed = f.grasp_fails("red_cup", float(i)) or f.slips("red_cup", float(i))
+            in_row = in_row + 1 if failed else 0
+            longest = max(longest, in_row)
+        assert longest == 2, (seed, longest)
+    # a grasp that holds does not end the streak (its lift may still slip); a lift that holds
+    # does; each object has its own streak
+    f = FaultInjector(FaultConfig(grasp_fail_p=0.0, slip_p=1.0, max_consecutive=2), 0)
+    assert not f.grasp_fails("red_cup", 0.0) and f.slips("red_cup", 0.0)
+    assert not f.grasp_fails("red_cup", 1.0) and f.slips("red_cup", 1.0)
+    assert not f.grasp_fails("red_cup", 2.0) and not f.slips("red_cup", 2.0)  # the cap
+    assert f.slips("red_cup", 3.0) and f.slips("yellow_paper", 3.0)
+
+
 def test_fault_config_and_requests_are_validated() -> None:
     with pytest.raises(InvalidFaultError, match="grasp_fail_p"):
         FaultConfig(grasp_fail_p=1.5)

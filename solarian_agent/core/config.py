@@ -72,7 +72,12 @@ class MonitorConfig(ModelEndpointConfig):
 class AgentBudgets:
     max_turns: int = field(default=80, metadata=_rng(1, 100_000))
     max_minutes: float = field(default=20.0, metadata=_rng(0.0, 10_000.0, lo_open=True))
+    # failures in a row of one plan step before the harness fails the step (the planner must
+    # then change the plan or ask the user); refused calls do not count here ...
     retries_per_step: int = field(default=3, metadata=_rng(1, 100))
+    # ... they count here: this many refused calls in a row with no action started ends the
+    # run as failed, long before max_turns
+    max_refused_in_row: int = field(default=8, metadata=_rng(1, 1000))
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,12 @@ Each ``update_plan`` step may carry the tool and args that carry it out.  When a
 succeeds and nothing else runs, the harness marks its step done and starts the next step whose
 call is complete, without calling the planner.  It wakes the planner only when the next step
 needs a point in a fresh image (a tool with image_points), has no tool (checking the result is
-the planner's), cannot start, or when every step is done.
+the planner's), cannot start, has failed, or when every step is done.
+
+``retries_per_step`` is the harness's: a step whose actions failed that many times in a row is
+``failed``; the queue never starts it again and the planner must change the plan (another step,
+or this one ``skipped``) or ask the user.  Re-listing the step unchanged in ``update_plan``
+keeps its count and its ``failed`` status, so rewriting the plan does not reset the limit.
 """
 
 from __future__ import annotations
@@ -77,8 +82,12 @@ class PlanQueue:
     steps: list[PlanStep] = field(default_factory=list)
 
     def replace(self, steps: list[dict[str, Any]]) -> None:
-        """Replace the plan.  A step identical to a running one keeps its action."""
+        """Replace the plan.  A step identical to a running one keeps its action; one
+        identical to a step that failed before keeps its failures in a row (and stays
+        ``failed`` unless it is now marked done or skipped)."""
         running = {(s.description, s.tool): s for s in self.steps if s.status == "running"}
+        tried = {(s.description, s.tool): s for s in self.steps
+                 if s.failures and s.status in ("pending", "failed")}
         new: list[PlanStep] = []
         for i, raw in enumerate(steps, start=1):
             st = PlanStep(i, str(raw["description"]), raw.get("tool"), raw.get("args"),
@@ -86,6 +95,11 @@ class PlanQueue:
             old = running.pop((st.description, st.tool), None)
             if old is not None and st.status == "pending":
                 st.status, st.action_id = "running", old.action_id
+            before = tried.pop((st.description, st.tool), None)
+            if before is not None and st.status == "pending":
+                st.failures = before.failures
+                if before.status == "failed":
+                    st.status = "failed"
             new.append(st)
         self.steps = new
 
@@ -100,17 +114,30 @@ class PlanQueue:
     def step_of(self, action_id: str) -> PlanStep | None:
         return next((s for s in self.steps if s.action_id == action_id), None)
 
-    def action_ended(self, action_id: str, outcome: str) -> PlanStep | None:
+    def action_ended(self, action_id: str, outcome: str, retries: int = 0) -> PlanStep | None:
+        """Mark the step ``action_id`` ran.  A failure counts toward ``retries`` (the step is
+        ``failed`` at that many in a row; 0: no limit); a stop or a timeout does not (a
+        timeout is not a failure, a stop is someone's decision)."""
         s = self.step_of(action_id)
         if s is None:
             return None
         if outcome == "succeeded":
             s.status = "done"
             s.failures = 0
-        else:
-            s.status = "pending"  # the queue waits for the planner's reply
+            return s
+        s.status = "pending"  # the queue waits for the planner's reply
+        if outcome == "failed":
             s.failures += 1
+            if retries and s.failures >= retries:
+                s.status = "failed"
         return s
+
+    def failed_for(self, tool: str) -> PlanStep | None:
+        """The failed step a call of ``tool`` would retry: one naming ``tool`` that failed,
+        with no pending step of that tool left for the call to take instead."""
+        if any(s.status == "pending" and s.tool == tool for s in self.steps):
+            return None
+        return next((s for s in self.steps if s.status == "failed" and s.tool == tool), None)
 
     def follow_up(self, action_id: str, tool: str, new_action_id: str) -> PlanStep | None:
         """A ``then`` follow-up started after a finish (seed 003): it takes the next step when
@@ -130,6 +157,10 @@ class PlanQueue:
         for s in self.steps:
             if s.status in ("done", "skipped", "running"):
                 continue
+            if s.status == "failed":
+                return NextStep(None, f"plan step {s.index} ({s.description!r}) failed "
+                                      f"{s.failures} times in a row: change the plan or ask "
+                                      "the user")
             if not s.tool:
                 return NextStep(None, f"plan step {s.index} ({s.description!r}) has no tool: "
                                       "checking the result is yours")

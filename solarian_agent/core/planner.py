@@ -327,7 +327,10 @@ class Planner:
         if self.wake_reasons or self.continue_turn:
             if self.routing.waiting_for_stop(now):
                 return
-            if self.wake_reasons and not self.routing.urgent and self.cycle.frames_settling(now):
+            # a wake, or a turn after a refused call (a stale point while the arm still
+            # moved), waits for still frames: a planner never spins on instant refusals
+            if (self.wake_reasons or self.calls.refused_last_turn) and \
+                    not self.routing.urgent and self.cycle.frames_settling(now):
                 return
             self.routing.urgent = False
             self.cycle.start_model_call()

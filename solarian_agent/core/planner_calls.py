@@ -18,7 +18,7 @@ from .attention import AttentionEpisode, SceneObserverPort
 from .errors import ToolCallRejected
 from .executor import new_action_id
 from .messages import Image, SkillGoal
-from .planner_tools import PLANNER_TOOLS, ActionInfo, PendingStart, Turn, tool_msg
+from .planner_tools import PLANNER_TOOLS, SETTLE_S, ActionInfo, PendingStart, Turn, tool_msg
 from .routing import TASK_TOOLS
 from .text import quote, quote_prefix
 from .tool_schema import schema_error, validate_params, validate_step_args
@@ -35,6 +35,58 @@ class ToolCalls:
     def __init__(self, planner: Planner) -> None:
         self.p = planner
         self.finish_after_turn: tuple[bool, str] | None = None
+        # actions whose end the planner already got as a refused tool result (they failed or
+        # were refused before they started): their action_ended is not delivered again
+        self.answered_at_start: set[str] = set()
+        self.reset_refusals()
+
+    # refusals ---------------------------------------------------------------------------
+    def reset_refusals(self) -> None:
+        self.refused_in_row = 0
+        self.last_refusal: tuple[str, str] | None = None
+        self.refused_this_turn = False
+        # the last closed turn had a refused call: the next call waits for still frames
+        self.refused_last_turn = False
+
+    def refusal(self, tool: str, reason: str) -> str:
+        """Count a refused call and answer it with what must change: the harness's reason,
+        a note when the very same call was refused just before, and how many refusals in a
+        row are left before the run fails (``budgets.max_refused_in_row``)."""
+        self.refused_in_row += 1
+        self.refused_this_turn = True
+        text = reason if reason.startswith("refused") else f"refused: {reason}"
+        moved = self.p.observations.motion.last_moved
+        if "before the robot last moved" in reason and \
+                self.p.clock.now() - moved < SETTLE_S:
+            text += (" The robot is still moving: you are called again once it is still, "
+                     "with fresh images.")
+        if self.last_refusal == (tool, reason):
+            text += (" This very call was refused just before: calling it again unchanged is "
+                     "refused again.")
+        self.last_refusal = (tool, reason)
+        limit = self.p.config.budgets.max_refused_in_row
+        if self.refused_in_row > 1:
+            text += (f" ({self.refused_in_row} refused calls in a row with no action "
+                     f"started; the run fails at {limit}.)")
+        return text
+
+    def check_retries(self, tool: str) -> None:
+        """``budgets.retries_per_step``, enforced: a skill call that would retry a plan step
+        the harness failed (or, with no plan step naming the tool, a tool that failed that
+        many times in a row) is refused until the plan changes."""
+        step = self.p.plan.failed_for(tool)
+        retries = self.p.config.budgets.retries_per_step
+        if step is not None:
+            raise ToolCallRejected(
+                f"plan step {step.index} ({step.description!r}) failed {step.failures} times "
+                f"in a row (retries_per_step {retries}); change the plan with update_plan "
+                "(another approach as a new step, or this step skipped) or ask_user before "
+                f"calling {tool} again")
+        n = self.p.tool_failures.get(tool, 0)
+        if n >= retries and not any(s.tool == tool for s in self.p.plan.steps):
+            raise ToolCallRejected(
+                f"{tool} failed {n} times in a row (retries_per_step {retries}); change your "
+                "approach with update_plan or ask_user before calling it again")
 
     def srv_observe_scene(self, req: Mapping[str, Any]) -> dict[str, Any]:
         """``agent/observe_scene`` for an operator (any front end): its own operator attention
@@ -74,6 +126,9 @@ class ToolCalls:
                     if e:
                         raise ToolCallRejected(f"steps[{i}]: {e}")
             self.p.plan.replace(args["steps"])
+            for st in self.p.plan.steps:  # a new plan: the tools it names start afresh
+                if st.tool and st.failures == 0:
+                    self.p.tool_failures.pop(st.tool, None)
             self.p.log_event("plan_changed", plan=self.p.plan.as_list())
             turn.results[call.id] = tool_msg(call, "plan updated:\n" + self.p.plan.render())
             self.p.continue_turn = True
@@ -156,6 +211,7 @@ class ToolCalls:
         err = validate_params(spec, args, model_facing=True)
         if err:
             raise ToolCallRejected(err)
+        self.check_retries(call.name)
         obs_id = str(args.pop("observation_id", ""))
         watch_for = tuple(args.pop("watch_for", ()) or ())
         points_view: list[tuple[float, float]] = []
@@ -226,6 +282,8 @@ class ToolCalls:
             if st == GoalStatus.EXECUTING or ps.handle.feedback is not None:
                 turn.pending.remove(ps)
                 turn.started_any = True
+                self.refused_in_row = 0
+                self.last_refusal = None
                 step = self.p.plan.claim(ps.tool, ps.action_id)
                 if step is not None and ps.action_id in self.p.actions:
                     self.p.actions[ps.action_id].step = step.index
@@ -240,18 +298,21 @@ class ToolCalls:
             elif st.terminal:
                 turn.pending.remove(ps)
                 self.p.actions.pop(ps.action_id, None)
+                self.answered_at_start.add(ps.action_id)
                 res = ps.handle.result
                 reason = getattr(res, "reason", "") or st.name.lower()
                 said = reason[len("refused: "):] if reason.startswith("refused: ") else reason
-                turn.results[ps.call.id] = tool_msg(ps.call, f"refused: {quote('skill', said)}",
+                turn.results[ps.call.id] = tool_msg(ps.call, self.refusal(
+                    ps.tool, f"refused: {quote('skill', said)}"),
                                                     error=True)
                 self.p.log_event("tool_refused", tool=ps.tool, action_id=ps.action_id,
                                  reason=reason)
             elif now - ps.sent_at > 5.0:
                 turn.pending.remove(ps)
                 ps.handle.cancel()
-                turn.results[ps.call.id] = tool_msg(ps.call, "refused: the skill did not "
-                                                    "start within 5 s", error=True)
+                self.answered_at_start.add(ps.action_id)
+                turn.results[ps.call.id] = tool_msg(ps.call, self.refusal(
+                    ps.tool, "refused: the skill did not start within 5 s"), error=True)
         for call, fut in list(turn.futures):
             if fut.done():
                 turn.futures.remove((call, fut))
@@ -268,6 +329,7 @@ class ToolCalls:
             if msg is not None:
                 self.p.messages.append(msg)
         self.p.turn = None
+        self.refused_last_turn, self.refused_this_turn = self.refused_this_turn, False
         finish = self.finish_after_turn
         self.finish_after_turn = None
         if finish is not None:
@@ -275,6 +337,14 @@ class ToolCalls:
             if self.p.actions:
                 self.p.runs.advance_generation("finish_task", "agent")
             self.p.runs.end_run("succeeded" if ok else "failed", summary)
+            return
+        limit = self.p.config.budgets.max_refused_in_row
+        if self.refused_in_row >= limit:
+            last = self.last_refusal[1] if self.last_refusal else ""
+            self.p.runs.stop_everything("refusals")
+            self.p.runs.end_run("failed", f"the planner's calls were refused {limit} times in "
+                                          f"a row with no action started (budgets."
+                                          f"max_refused_in_row); the last refusal: {last}")
             return
         if turn.started_any or turn.ended or turn.waits:
             self.p.continue_turn = False

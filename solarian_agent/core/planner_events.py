@@ -52,8 +52,11 @@ class EventHandlers:
                                          self.p.clock.now()))
             return
         info = self.p.actions.pop(res.action_id, None)
-        if info is None and res.outcome == "refused":
-            # refused before it started: the planner already got that as its tool result
+        answered = res.action_id in self.p.calls.answered_at_start
+        self.p.calls.answered_at_start.discard(res.action_id)
+        if info is None and (res.outcome == "refused" or answered):
+            # refused (or failed) before it started: the planner already got that as its tool
+            # result, so it is not delivered a second time as news
             self.p.log_event("action_refused", action_id=res.action_id, tool=goal.tool,
                              reason=res.reason)
             return
@@ -72,7 +75,11 @@ class EventHandlers:
         if self.p.status not in ("running", "waiting_user"):
             self.p.publish_state()  # the action is gone from any viewer's screen too
             return
-        step = self.p.plan.action_ended(res.action_id, res.outcome)
+        retries = self.p.config.budgets.retries_per_step
+        step = self.p.plan.action_ended(res.action_id, res.outcome, retries)
+        if step is not None and step.status == "failed":
+            self.p.log_event("plan_step_failed", step=step.index, tool=step.tool,
+                             failures=step.failures, description=step.description)
         if res.outcome == "succeeded":
             self.p.tool_failures[tool] = 0
         elif res.outcome not in ("stopped", "timed_out"):  # a timeout is not a failure
@@ -145,8 +152,15 @@ class EventHandlers:
             if extra:
                 msg += (" (the skill also reported: "
                         f"{quote('skill', '; '.join(str(x) for x in extra))})")
+        step = self.p.plan.step_of(res.action_id) if info is not None else None
         n = self.p.tool_failures.get(tool, 0)
-        if n >= self.p.config.budgets.retries_per_step:
+        retries = self.p.config.budgets.retries_per_step
+        if step is not None and step.status == "failed":
+            msg += (f" Plan step {step.index} ({step.description!r}) has now failed "
+                    f"{step.failures} times in a row (retries_per_step {retries}): the harness "
+                    "will not retry it as it is. Change the plan with update_plan (another "
+                    "approach as a new step, or this step skipped) or ask_user.")
+        elif n >= retries:
             msg += (f" {tool} has failed {n} times in a row: change your approach instead of "
                     "retrying it the same way.")
         self.p.news.append(msg)

@@ -112,6 +112,8 @@ class RunControl:
         self.p.run_started_at = self.p.clock.now()
         self.p.plan = PlanQueue()
         self.p.tool_failures = {}
+        self.p.calls.reset_refusals()
+        self.p.calls.answered_at_start.clear()
         self.p.news = []
         self.p.wake_reasons = []
         self.p.operator_actions.clear()

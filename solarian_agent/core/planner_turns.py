@@ -297,7 +297,8 @@ class TurnCycle:
             try:
                 self.p.calls.do_call(turn, call)
             except ToolCallRejected as e:
-                turn.results[call.id] = tool_msg(call, f"refused: {e.reason}", error=True)
+                turn.results[call.id] = tool_msg(call, self.p.calls.refusal(call.name, e.reason),
+                                                 error=True)
                 self.p.log_event("tool_refused", tool=call.name, reason=e.reason)
                 refused.add(call.id)
         # a refused call's long arguments are not resent every turn: its refusal quotes them

@@ -29,6 +29,7 @@ CART_TOL_MM = 5.0
 PITCH_TOL = 0.05
 GRIPPER_OPEN = 0.055
 HELD_MIN_APERTURE = 0.005  # fingers stopped at least 5 mm apart: something is between them
+HELD_MAX_APERTURE = 0.050  # ... and short of this: fingers this far apart are open
 
 # the monitor questions (seed 003, "Monitor questions"), answered by any vision backend
 PICK_MONITOR: tuple[dict[str, Any], ...] = (
@@ -329,8 +330,8 @@ class StopSkill(Skill):
 
 class VerifyState(Skill):
     description = ("Take a fresh overhead image and report where each object is (table, tray, "
-                   "bin, not seen) and whether the arm is home. Use it to check a pick, a place "
-                   "or the whole task.")
+                   "bin, held, not seen), what the gripper holds and whether the arm is home. "
+                   "Use it to check a pick, a place or the whole task.")
     parameters = {"type": "object", "properties": {}, "additionalProperties": False}
     resources = ()
     camera = "overhead"
@@ -351,8 +352,27 @@ class VerifyState(Skill):
 
         q = arm.q()
         at_home = bool(np.all(np.abs(q[:5] - np.array(HOME[:5])) < 0.05))
+        held = self.held(arm, cams, q)
+        if held in rep:
+            rep[held] = {**rep[held], "location": "held"}
         self.finish(reason="checked", report=rep, arm_at_home=at_home, frame_seq=frame.seq,
-                    observed_at=frame.stamp)
+                    observed_at=frame.stamp, held=held,
+                    gripper_mm=round(float(q[5]) * 1000, 1))
+
+    def held(self, arm: ArmPort, cams: CameraPort, q: np.ndarray) -> str | None:
+        """What the gripper holds: the arm's own state first (the gripper was told to close
+        and its fingers stopped apart, short of open), then the wrist camera names it.  Open
+        fingers, or fingers closed on nothing, hold nothing whatever the wrist camera sees
+        beyond them; fingers stopped on something the wrist camera cannot name hold
+        ``"something"``."""
+        if not arm.holding(HELD_MIN_APERTURE) or q[5] >= HELD_MAX_APERTURE:
+            return None
+        try:
+            wrist = cams.frame(self.params.get("wrist_camera", "wrist"))
+        except SkillFailed:  # no wrist camera on this robot: the arm's state alone says it
+            wrist = None
+        seen = scene.held_in_wrist(wrist.data)[0] if wrist is not None else None
+        return seen or "something"
 
 
 class StallTripwire:

@@ -121,6 +121,23 @@ def test_verify_state_uses_a_fresh_frame_and_reports_locations(sim):
     assert h.result.data["arm_at_home"] is True
 
 
+def test_verify_state_says_what_is_held_from_the_arms_state_not_only_the_wrist_image(sim):
+    """The held check of issue 15: a pick that holds says what it holds; after a place the
+    open, empty gripper holds nothing (whatever the wrist camera sees below the fingers), and
+    nor do fingers closed on nothing."""
+    run_tool(sim, "pick_object", {"point": px(sim, "red_cup")})
+    held = run_tool(sim, "verify_state", {}).result.data
+    assert held["held"] == "red_cup" and held["report"]["red_cup"]["location"] == "held"
+    assert 5 <= held["gripper_mm"] < 50
+    assert run_tool(sim, "place_at", {"point": px(sim, "tray")}).result.outcome == "succeeded"
+    after = run_tool(sim, "verify_state", {}).result.data
+    assert after["held"] is None and after["report"]["red_cup"]["location"] == "tray"
+    assert after["gripper_mm"] >= 50
+    # fingers closed on nothing hold nothing either
+    run_tool(sim, "set_gripper", {"aperture_mm": 0})
+    assert run_tool(sim, "verify_state", {}).result.data["held"] is None
+
+
 def test_stall_tripwire_fails_a_still_pick_after_five_seconds(sim):
     trip = StallTripwire(sim.arm)
     assert trip("a1", "pick_object", 0.0) is None

@@ -55,7 +55,8 @@ _PUT_VERBS = ("put", "place", "move", "drop", "throw", "bring", "toss", "set", "
 _NEG = re.compile(r"^(?:please\s+)?(?:(?:do\s+not|don'?t|never|no\s+need\s+to|not)\s+)",
                   re.I)
 _SENTENCES = re.compile(r"[\n;.!?]+")
-_CLAUSES = re.compile(r"\s*(?:,|\band then\b|\bthen\b|\band\b|\bbut\b|\bor\b|\bnor\b)\s*", re.I)
+_CLAUSES = re.compile(r"\s*(,|\band then\b|\bthen\b|\band\b|\bbut\b|\bor\b|\bnor\b)\s*", re.I)
+_ORDER_WORDS = re.compile(r"\b(?:then|first|finally|after that|afterwards|next)\b", re.I)
 _PREP = re.compile(r"^(?P<obj>.+?)\s+(?:on top of|onto|into|inside|in|on|to|at|over)\s+"
                    r"(?P<dest>.+)$", re.I)
 _FILLER = re.compile(r"^(?:please|now|first|finally|also|next|afterwards|and|then|just|"
@@ -70,6 +71,9 @@ class TaskReading:
     declined: tuple[str, ...] = ()
     questions: tuple[str, ...] = ()
     impossible: tuple[str, ...] = ()
+    # the goals' order was asked for ("then", "first", another sentence or line): a planner
+    # keeps it; otherwise it may choose the order
+    ordered: bool = False
 
     @property
     def understood(self) -> bool:
@@ -228,7 +232,6 @@ class _Reader:
         if neg_m:
             c = c[neg_m.end():]
         low = c.lower()
-        w = _words(c)
         if not c:
             return verb
         # leave / keep: the object (or everything) stays as it is
@@ -271,10 +274,9 @@ class _Reader:
         if verb_m is None and verb is not None:
             kind, vneg = verb
             negated = negated or vneg
-            if kind == "bin" or kind == "away":
-                if resolve(body).kind in ("object", "all", "missing"):
-                    self.goal(body, "bin" if kind == "bin" else None, negated, c)
-                    return verb
+            if kind in ("bin", "away") and resolve(body).kind in ("object", "all", "missing"):
+                self.goal(body, "bin" if kind == "bin" else None, negated, c)
+                return verb
         m = _PREP.match(body)
         if m and (verb_m is not None or verb is not None):
             dest = self.destination(m.group("dest"))
@@ -299,12 +301,25 @@ class _Reader:
 def read_task(text: str) -> TaskReading:
     """Read every line and clause of a task (see the module docstring)."""
     r = _Reader()
+    ordered = False
     for sentence in _SENTENCES.split(text):
         verb: tuple[str, bool] | None = None
-        for clause in _CLAUSES.split(sentence):
-            if clause and clause.strip():
-                verb = r.clause(clause, verb)
-    return r.reading()
+        parts = _CLAUSES.split(sentence)
+        sep = "."  # a new sentence or line
+        for i, clause in enumerate(parts):
+            if i % 2:  # a separator
+                sep = clause
+                continue
+            if not clause or not clause.strip():
+                continue
+            before = len(r.goals)
+            verb = r.clause(clause, verb)
+            if len(r.goals) > before and before and (
+                    sep == "." or _ORDER_WORDS.search(f"{sep} {clause}")):
+                ordered = True
+    reading = r.reading()
+    return TaskReading(reading.goals, reading.keep, reading.keep_all, reading.declined,
+                       reading.questions, reading.impossible, ordered)
 
 
 def goal_holds(reading: TaskReading, locations: Mapping[str, str],

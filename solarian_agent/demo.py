@@ -1,9 +1,12 @@
 """``solarian-agent demo``: tidy the simulated table end to end in one process.
 
 Offline by default (the ``rules`` planner and the ``cv`` monitor read the rendered images, never
-the simulator's truth).  Prints progress a person can follow, writes the episode log, records a
-rosbag2 file, and exits 0 only if a final, fresh ``verify_state`` confirms the cup on the tray,
-the paper in the bin and the arm back home.
+the simulator's truth).  Prints progress a person can follow (every question the planner asks
+the user and every final summary), writes the episode log, records a rosbag2 file, and judges
+the task it was given: the goal as read by :func:`~solarian_agent.models.task_reading.read_task`
+(the planner's reading) is checked by a final, fresh ``verify_state`` and by the simulator's
+truth (:mod:`solarian_agent.task_check`).  Exits 0 only when both say that goal holds; 2 for
+a usage error (an empty or command-only task, a bad ``--seed``, ``--faults`` or ``--timeout``).
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ from typing import Any
 from .cli_common import CliParser
 from .core import names
 from .core.errors import ConfigError, CoreError
-from .core.messages import AgentEvent, Generation, SkillGoal
+from .core.messages import AgentEvent
 from .core.text import for_terminal
-from .core.transport import LATCHED, QoS
+from .core.transport import QoS
 from .models.base import ModelConfigError
+from .models.task_reading import TaskReading, label, read_task
 from .sim.backend import DEFAULT_BACKEND, SIM_BACKENDS
 
 DEFAULT_TASK = ("put the red cup on the tray and the yellow paper in the bin, then check the "
@@ -63,6 +67,13 @@ class Printer:
         elif k == "monitor_answer" and (d.get("decision") or self.verbose):
             line = (f"    monitor [{d.get('source')}] {d.get('question')}={d.get('value')} "
                     f"p={d.get('probability', 0):.2f} {d.get('decision', '')}")
+        elif k == "ask_user":
+            line = f"planner asks the user: {d.get('question')}"
+        elif k == "waiting_user":
+            line = f"planner waits for the user: {d.get('question')}"
+        elif k == "plan_step_failed":
+            line = (f"  plan step {d.get('step')} failed {d.get('failures')} times in a row: "
+                    f"{d.get('description')}")
         elif k == "tool_refused":
             line = f"  refused {d.get('tool')}: {d.get('reason')}"
         elif k == "target_rejected":
@@ -71,25 +82,6 @@ class Printer:
             line = f"run ended: {d.get('status')} - {d.get('summary')} ({d.get('turns')} turns)"
         if line:  # one event, one line: whatever a model or a skill said, escaped
             print(for_terminal(line), file=self.out or sys.stdout, flush=True)
-
-
-def final_check(system: Any, timeout_s: float = 5.0) -> dict[str, Any]:
-    """A fresh verify_state through the skill's own action server (not the planner's word)."""
-    gen = system.bus.subscribe(names.EXECUTOR_GENERATION, names.T_GENERATION, qos=LATCHED)
-    g = gen.latest()
-    generation = g.value if isinstance(g, Generation) else 1
-    h = system.bus.send_goal(names.skill_action("verify_state"),
-                             SkillGoal("verify_state", {}, generation, "final_check"))
-    system.run_until(lambda: h.done, timeout_s)
-    res = h.result
-    if res is None or res.outcome != "succeeded":
-        return {"ok": False, "reason": getattr(res, "reason", "verify_state did not finish")}
-    rep = res.data.get("report", {})
-    ok = (rep.get("red_cup", {}).get("location") == "tray"
-          and rep.get("yellow_paper", {}).get("location") == "bin"
-          and bool(res.data.get("arm_at_home")))
-    return {"ok": ok, "report": rep, "arm_at_home": res.data.get("arm_at_home"),
-            "frame_seq": res.data.get("frame_seq")}
 
 
 def _free_dir(path: Path) -> Path:
@@ -101,14 +93,44 @@ def _free_dir(path: Path) -> Path:
     return out
 
 
+def _seed(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if not 0 <= v < 2**32:
+        raise argparse.ArgumentTypeError(f"must be between 0 and {2**32 - 1}, got {v}")
+    return v
+
+
+def _probability(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not 0.0 <= v <= 1.0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a probability from 0 to 1, got {text}")
+    return v
+
+
+def _seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not 0.0 < v < 1e7:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"must be more than 0 s (and finite), got {text}")
+    return v
+
+
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
     p = CliParser(prog="solarian-agent demo", description=__doc__)
     p.add_argument("task", nargs="?", default=DEFAULT_TASK,
                    help=f"what to ask the agent (default: {DEFAULT_TASK!r})")
-    p.add_argument("--seed", type=int, default=7, help="table layout and fault seed")
+    p.add_argument("--seed", type=_seed, default=7, help="table layout and fault seed")
     p.add_argument("--sim", choices=SIM_BACKENDS, default=DEFAULT_BACKEND,
                    help="simulator: 2d (the tabletop world, default) or mujoco (3D physics)")
-    p.add_argument("--faults", type=float, default=0.0, metavar="P",
+    p.add_argument("--faults", type=_probability, default=0.0, metavar="P",
                    help="probability of a (recoverable) failed grasp or slip per attempt")
     p.add_argument("--planner", default=None,
                    help="planner provider: rules (default), anthropic, openai")
@@ -121,8 +143,15 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--no-record", dest="record", action="store_false",
                    help="record no rosbag2 file")
     p.add_argument("--realtime", action="store_true", help="pace the simulation in real time")
-    p.add_argument("--timeout", type=float, default=600.0, help="simulated seconds allowed")
-    return p.parse_args(list(argv))
+    p.add_argument("--timeout", type=_seconds, default=600.0, help="simulated seconds allowed")
+    a = p.parse_args(list(argv))
+    if not a.task.strip():
+        p.error("the task is empty: say what to do, for example "
+                f"{DEFAULT_TASK!r}")
+    if a.task.strip() in ("/cancel", "/reset"):
+        p.error(f"{a.task.strip()} is a command for a running agent, not a task: say what to "
+                "do, for example " f"{DEFAULT_TASK!r}")
+    return a
 
 
 def main(argv: Sequence[str] = ()) -> int:
@@ -130,6 +159,7 @@ def main(argv: Sequence[str] = ()) -> int:
     from .core.episode_log import session_name
     from .sim.faults import FaultConfig
     from .system import build_sim_system, load_config
+    from .task_check import final_check, judge
 
     try:
         cfg = load_config(a.config)
@@ -177,6 +207,9 @@ def main(argv: Sequence[str] = ()) -> int:
     print(f"tidy-up demo ({a.sim} simulator): seed {a.seed}, faults {a.faults:g}, planner "
           f"{system.planner.provider.name}, monitor "
           f"{cfg.monitor.provider if cfg.monitor and system.monitor else 'none'}", flush=True)
+    reading = read_task(a.task)
+    print("goal as read: " + _describe(reading), flush=True)
+    start = system.world.truth()
     system.planner.message(a.task)
     finished = system.run_until(
         lambda: system.planner.status not in ("idle", "running", "paused"), a.timeout)
@@ -185,12 +218,14 @@ def main(argv: Sequence[str] = ()) -> int:
     ep_dir = system.planner.log.dir if system.planner.log is not None else None
     if bag is not None:
         bag.close()
-    truth = system.world.truth()
+    end = system.world.truth()
     system.shutdown()
-    print(f"final fresh verify_state: {json.dumps(check.get('report', check))}, arm at home: "
-          f"{check.get('arm_at_home')}")
-    truth_ok = bool(truth["success"])
-    print(f"simulator truth (for the record, not used by the agent): success={truth_ok}")
+    verdict = judge(reading, start, end, check)
+    print(f"final fresh verify_state: {json.dumps(check.get('report', check))}, held: "
+          f"{check.get('held')}, arm at home: {check.get('arm_at_home')}")
+    print("  " + "; ".join(verdict.verify_lines))
+    print("simulator truth (for the record, not used by the agent): "
+          + "; ".join(verdict.truth_lines))
     if ep_dir is not None:
         print(f"episode log: {ep_dir}")
         if bag is not None:
@@ -198,11 +233,27 @@ def main(argv: Sequence[str] = ()) -> int:
     if not finished:
         print(f"FAILED: the run did not end within {a.timeout:g} s (status {status})")
         return 1
-    if not check["ok"] or not truth_ok:
-        print("FAILED: the table is not tidy")
+    if status == "waiting_user":
+        print("FAILED: the planner asked a question (above) and waits for an answer")
         return 1
-    print("OK: the table is tidy")
+    if not verdict.holds:
+        who = ("the fresh verify_state" if not verdict.verified else "") + (
+            " and " if not verdict.verified and not verdict.truth else "") + (
+            "the simulator's truth" if not verdict.truth else "")
+        says = "say" if not verdict.verified and not verdict.truth else "says"
+        print(f"FAILED: the goal does not hold ({who} {says} so; the run {status})")
+        return 1
+    print(f"OK: the goal holds ({_describe(reading)}); the run {status}")
     return 0
+
+
+def _describe(reading: TaskReading) -> str:
+    parts = [f"{label(o)} {'on the tray' if d == 'tray' else 'in the ' + d}"
+             for o, d in reading.goals]
+    parts += [f"{label(o)} left as it is" for o in reading.kept()]
+    parts += [f"question: {q}" for q in reading.questions]
+    parts += [f"cannot: {q}" for q in reading.impossible]
+    return "; ".join(parts) or "(nothing understood)"
 
 
 if __name__ == "__main__":

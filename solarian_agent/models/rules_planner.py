@@ -133,9 +133,10 @@ class RulesPlanner:
         if r.declined:
             parts.append("As you asked, I did not act on: " + "; ".join(
                 d.removeprefix("you asked me not to ") for d in r.declined))
-        if r.kept() and not done and not gave_up:
-            parts.append("I left the table as it is: " + ", ".join(
-                f"the {label(o)}" for o in r.kept()) + " stayed where it was.")
+        kept = [f"the {label(o)}" for o in r.kept()]
+        if kept and not done and not gave_up:
+            parts.append("I left the table as it is: " + " and ".join(kept)
+                         + (" are where they were." if len(kept) > 1 else " is where it was."))
         return " ".join(p if p.endswith(".") else p + "." for p in parts)
 
     # open loop ------------------------------------------------------------------------------

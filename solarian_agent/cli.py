@@ -9,12 +9,23 @@ exits 130 without a traceback, a missing optional extra names the pip line that 
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Callable, Sequence
 
 from .cli_common import CliParser, MissingExtraError, fail, install_hint, version
 
 PROG = "solarian-agent"
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return n
 
 
 def _bench(argv: Sequence[str]) -> int:
@@ -31,6 +42,8 @@ def _bench(argv: Sequence[str]) -> int:
                         "side)")
     p.add_argument("--json", action="store_true",
                    help="print the rows as one JSON list (for scripts) instead of the table")
+    p.add_argument("--jobs", type=_positive_int, default=1,
+                   help="episodes run at once on that many processes (tidy suite; default 1)")
     a = p.parse_args(list(argv))
     unknown = [s for s in a.suites if s not in benchmarks.SUITES]
     if unknown:
@@ -40,7 +53,8 @@ def _bench(argv: Sequence[str]) -> int:
     def progress(line: str) -> None:
         print(f"bench {line}", file=sys.stderr, flush=True)
 
-    rows = benchmarks.run(a.suites or None, quick=a.quick, sims=sims, progress=progress)
+    rows = benchmarks.run(a.suites or None, quick=a.quick, sims=sims, progress=progress,
+                          jobs=a.jobs)
     if a.json:
         import json
 

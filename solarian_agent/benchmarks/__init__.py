@@ -81,7 +81,8 @@ def _fmt(v: Any) -> str:
 
 def run(names: list[str] | None = None, quick: bool = False,
         sims: tuple[str, ...] = ("2d",),
-        progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+        progress: Callable[[str], None] | None = None, jobs: int = 1
+        ) -> list[dict[str, Any]]:
     """Rows of the suites ``names`` (default all); suites that compare simulator backends get
     ``sims`` (``2d``, ``mujoco``).  ``progress`` is told as each suite starts and ends."""
     import inspect
@@ -104,8 +105,11 @@ def run(names: list[str] | None = None, quick: bool = False,
             say(f"[{k}/{len(chosen)}] {name}: not available ({e})")
             continue
         kw: dict[str, Any] = {"quick": quick}
-        if "sims" in inspect.signature(mod.run).parameters:
+        params = inspect.signature(mod.run).parameters
+        if "sims" in params:
             kw["sims"] = sims
+        if "jobs" in params:
+            kw["jobs"] = jobs
         got = [{"suite": name, **r} for r in mod.run(**kw)]
         rows += got
         say(f"[{k}/{len(chosen)}] {name}: {len(got)} rows in {time.monotonic() - t0:.1f} s")

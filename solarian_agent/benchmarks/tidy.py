@@ -53,7 +53,7 @@ REGIMES: dict[str, dict[str, bool]] = {
     "all": {"background": True, "appearance": True, "lighting": True, "noise": True},
 }
 # seeds per strategy, per domain-shift regime, and per backend (with --sim mujoco)
-FULL: dict[str, int] = {"seeds": 200, "shift_seeds": 20, "harness_seeds": 5,
+FULL: dict[str, int] = {"seeds": 200, "shift_seeds": 10, "harness_seeds": 5,
                         "shift_seeds_3d": 3}
 QUICK: dict[str, int] = {"seeds": 4, "shift_seeds": 2, "harness_seeds": 1, "shift_seeds_3d": 1}
 TASK = "put the red cup on the tray and the yellow paper in the bin, then check the table"
@@ -76,19 +76,19 @@ class Progress:
         self.what, self.total = what, total
         self.out = out if out is not None else sys.stderr
         self.done = self.ok = 0
-        self.failed: list[int] = []
+        self.failed: list[str] = []
         self.t0 = time.perf_counter()
         self.tty = bool(getattr(self.out, "isatty", lambda: False)())
 
-    def step(self, ok: bool, seed: int | None = None) -> None:
+    def step(self, ok: bool, which: str = "") -> None:
         self.done += 1
         self.ok += bool(ok)
-        if not ok and seed is not None:
-            self.failed.append(seed)
+        if not ok and which:
+            self.failed.append(which)
         if self.tty or not ok or self.done % 10 == 0 or self.done == self.total:
             line = (f"tidy bench: {self.what} {self.done}/{self.total} episodes, {self.ok} "
                     f"confirmed, {time.perf_counter() - self.t0:.0f} s"
-                    + (f"; not confirmed: {', '.join(map(str, self.failed[-8:]))}"
+                    + (f"; not confirmed: {', '.join(self.failed[-8:])}"
                        if self.failed else ""))
             end = "\r" if self.tty and self.done < self.total else "\n"
             print(line, end=end, file=self.out, flush=True)
@@ -158,17 +158,57 @@ def harness_episode(seed: int, faults: FaultConfig = FAULTS, timeout_s: float = 
                            style=style, with_monitor=False, timeout_s=timeout_s)
 
 
+def _episode_task(task: tuple[str, int, FaultConfig, Mapping[str, bool] | None, bool]
+                  ) -> dict[str, Any]:
+    """One product episode from a picklable task: (strategy, seed, faults, style flags or
+    None for the default look, keep the first look)."""
+    strategy, seed, faults, flags, keep_look = task
+    style = VisualStyle.randomized(seed, **flags) if flags is not None else None
+    r = product_episode(seed, strategy, faults, style=style)
+    if not keep_look:
+        r.pop("first_look")
+    return r
+
+
+def _worker_init() -> None:
+    import cv2
+
+    cv2.setNumThreads(1)
+
+
+def run_episodes(tasks: Sequence[tuple[str, int, FaultConfig, Mapping[str, bool] | None, bool]],
+                 label: str, jobs: int = 1) -> list[dict[str, Any]]:
+    """The episodes ``tasks`` (see :func:`_episode_task`) in order, on ``jobs`` processes
+    (each episode runs on one process from start to end: its wall seconds are its own), with
+    a progress line."""
+    prog = Progress(label, len(tasks))
+    if jobs <= 1:
+        out = []
+        for t in tasks:
+            r = _episode_task(t)
+            out.append(r)
+            prog.step(r["success"], f"{t[0]} {t[1]}")
+        return out
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    results: dict[int, dict[str, Any]] = {}
+    with cf.ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"),
+                                initializer=_worker_init) as pool:
+        futs = {pool.submit(_episode_task, t): i for i, t in enumerate(tasks)}
+        for f in cf.as_completed(futs):
+            i = futs[f]
+            results[i] = f.result()
+            prog.step(results[i]["success"], f"{tasks[i][0]} {tasks[i][1]}")
+    return [results[i] for i in range(len(tasks))]
+
+
 def run_strategy(strategy: str, seeds: Sequence[int], faults: FaultConfig = FAULTS,
-                 style_for: Callable[[int], Any] | None = None, label: str = ""
-                 ) -> list[dict[str, Any]]:
-    prog = Progress(label or strategy, len(seeds))
-    runs = []
-    for s in seeds:
-        r = product_episode(s, strategy, faults,
-                            style=style_for(s) if style_for is not None else None)
-        runs.append(r)
-        prog.step(r["success"], s)
-    return runs
+                 flags: Mapping[str, bool] | None = None, label: str = "", jobs: int = 1,
+                 keep_look: bool = False) -> list[dict[str, Any]]:
+    """``strategy`` through the product on ``seeds`` (``flags``: a randomized look)."""
+    return run_episodes([(strategy, s, faults, flags, keep_look) for s in seeds],
+                        label or strategy, jobs)
 
 
 def _seeds(runs: Sequence[Mapping[str, Any]], pred: Callable[[Mapping[str, Any]], bool]
@@ -258,7 +298,7 @@ def ideal_row(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 # domain shift (6-14) ---------------------------------------------------------------------------
 def domain_shift(seeds: Sequence[int], regimes: Mapping[str, Mapping[str, bool]] = REGIMES,
-                 faults: FaultConfig = FAULTS, strategy: str = "step_verified"
+                 faults: FaultConfig = FAULTS, strategy: str = "step_verified", jobs: int = 1
                  ) -> list[dict[str, Any]]:
     """Experiment 6-14 through the product: ``strategy``'s success and perception accuracy per
     visual regime; the ``default`` regime (measured in the same run) is every other regime's
@@ -266,10 +306,11 @@ def domain_shift(seeds: Sequence[int], regimes: Mapping[str, Mapping[str, bool]]
     from .backends import PERCEPTION_TOL_M, first_look_hits
 
     results: dict[str, tuple[float, float, int, int]] = {}
-    for regime, flags in regimes.items():
-        runs = run_strategy(strategy, seeds, faults,
-                            lambda s, f=flags: VisualStyle.randomized(s, **f),  # type: ignore[misc]
-                            label=f"domain shift {regime}")
+    tasks = [(strategy, s, faults, dict(flags), True) for flags in regimes.values()
+             for s in seeds]
+    every = run_episodes(tasks, f"domain shift ({', '.join(regimes)})", jobs)
+    for k, regime in enumerate(regimes):
+        runs = every[k * len(seeds):(k + 1) * len(seeds)]
         good, total = first_look_hits(runs, "2d")
         ok = sum(r["success"] for r in runs)
         results[regime] = (_pct(ok, len(runs)), _pct(good, total), ok, len(runs))
@@ -289,13 +330,15 @@ def domain_shift(seeds: Sequence[int], regimes: Mapping[str, Mapping[str, bool]]
     return rows
 
 
-def run(quick: bool = False, sims: Sequence[str] = ("2d",)) -> list[dict[str, Any]]:
+def run(quick: bool = False, sims: Sequence[str] = ("2d",), jobs: int = 1
+        ) -> list[dict[str, Any]]:
     """The tidy-up rows; with ``mujoco`` in ``sims`` also the backends side by side and the
-    3D domain shift (:mod:`solarian_agent.benchmarks.backends`)."""
+    3D domain shift (:mod:`solarian_agent.benchmarks.backends`).  ``jobs``: episodes run on
+    that many processes at once (one episode per process at a time)."""
     from solarian_agent.benchmarks import one_cv_thread
 
     with one_cv_thread():
-        rows = _run(quick) if "2d" in sims else []
+        rows = _run(quick, jobs) if "2d" in sims else []
         if "mujoco" in sims:
             from . import backends
 
@@ -305,15 +348,18 @@ def run(quick: bool = False, sims: Sequence[str] = ("2d",)) -> list[dict[str, An
         return rows
 
 
-def _run(quick: bool) -> list[dict[str, Any]]:
+def _run(quick: bool, jobs: int = 1) -> list[dict[str, Any]]:
     size = QUICK if quick else FULL
     seeds = range(SEED_BASE, SEED_BASE + size["seeds"])
     ideal = ideal_runs(seeds, ArmModel.default())
     bound = _pct(sum(r["success"] for r in ideal), len(ideal))
     rows: list[dict[str, Any]] = [ideal_row(ideal)]
     # step-verified first (the target), the rows in the table's order
-    runs = {name: run_strategy(name, seeds, label=label)
-            for name, label in sorted(STRATEGIES, key=lambda s: s[0] != "step_verified")}
+    order = sorted(STRATEGIES, key=lambda s: s[0] != "step_verified")
+    every = run_episodes([(name, s, FAULTS, None, False) for name, _ in order for s in seeds],
+                         ", ".join(label for _, label in order), jobs)
+    runs = {name: every[k * len(seeds):(k + 1) * len(seeds)]
+            for k, (name, _) in enumerate(order)}
     for name, label in STRATEGIES:
         rows += strategy_rows(label, runs[name], bound)
     rows.append({"name": "faults injected", "value": "", "unit": "",
@@ -323,10 +369,10 @@ def _run(quick: bool) -> list[dict[str, Any]]:
                                          "in a row; seeds from "
                                          f"{SEED_BASE}; task: {TASK!r}"})
     shift = range(SHIFT_SEED_BASE, SHIFT_SEED_BASE + size["shift_seeds"])
-    rows += domain_shift(shift, REGIMES)
+    rows += domain_shift(shift, REGIMES, jobs=jobs)
     return rows
 
 
 __all__ = ["FAULTS", "REGIMES", "SEED_BASE", "STRATEGIES", "Progress", "domain_shift",
-           "harness_episode", "ideal_runs", "product_episode", "run", "run_strategy",
-           "strategy_rows"]
+           "harness_episode", "ideal_runs", "product_episode", "run", "run_episodes",
+           "run_strategy", "strategy_rows"]

@@ -42,6 +42,10 @@ MODEL_STRATEGY = {"rules-v1": "step_verified", "rules-open-loop": "open_loop",
 HELP = ("I can tidy the table when told what goes where, for example: put the red cup on the "
         "tray and the yellow paper in the bin. What should I do?")
 AGAIN = " (another try from home)"
+# failed picks (or places) of one object in the whole run before it is given up: a bound that
+# holds even when a check and the newest image disagree about where the object is and the
+# plan step keeps being redone afresh (never reaching retries_per_step in a row)
+MAX_FAILURES_PER_OBJECT = 6
 Call = tuple[str, dict[str, Any], str]  # tool, args, what the reply's text says of it
 
 
@@ -258,6 +262,12 @@ class RulesPlanner:
             if m and p.status == "skipped":
                 gave_up[m.group(1).replace(" ", "_")] = m.group(2)
         for o, _ in goals:
+            if o in gave_up:
+                continue
+            for tool, what in (("pick_object", "pick"), ("place_at", "place")):
+                n = st.failures_of(o, tool)
+                if n >= MAX_FAILURES_PER_OBJECT:
+                    gave_up[o] = f"{n} attempts to {what} it failed"
             if o in gave_up:
                 continue
             mine = [p for p in st.plan if f"the {label(o)}" in p.description

@@ -98,11 +98,14 @@ class Progress:
 def product_episode(seed: int, strategy: str = "step_verified",
                     faults: FaultConfig | None = FAULTS, *, task: str = TASK,
                     sim_backend: str = "2d", style: Any = None, with_monitor: bool = True,
-                    timeout_s: float = 600.0) -> dict[str, Any]:
+                    timeout_s: float = 600.0, forced: Sequence[Mapping[str, Any]] = ()
+                    ) -> dict[str, Any]:
     """One run of ``solarian-agent demo``'s system with the ``rules`` planner's ``strategy``:
     the planner's claim, the goal judged by a fresh verify_state and by the truth, planner
     turns, tool calls (with a breakdown), recoveries, wall and simulated seconds, and
-    ``first_look`` (the first overhead frame and the layout, for perception scores)."""
+    ``first_look`` (the first overhead frame and the layout, for perception scores).
+    ``forced`` fault requests (:meth:`~solarian_agent.sim.faults.FaultInjector.inject`, e.g.
+    ``{"kind": "grasp_fail"}``) apply from the start."""
     from ..core import names
     from ..core.transport import QoS
     from ..models.rules_planner import RulesPlanner
@@ -113,6 +116,8 @@ def product_episode(seed: int, strategy: str = "step_verified",
     t0 = time.perf_counter()
     system = build_sim_system(seed=seed, faults=faults, planner=RulesPlanner(strategy=strategy),
                               with_monitor=with_monitor, sim_backend=sim_backend, style=style)
+    for req in forced:
+        system.world.faults.inject(req, system.world.t, tuple(system.world.objects))
     frame = system.cameras.frame("overhead")
     start = system.world.truth()
     events: list[Any] = []

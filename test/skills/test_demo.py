@@ -22,7 +22,7 @@ def test_demo_tidies_the_table(tmp_path, capsys, seed, faults):
                "--no-record", "--monitor", "none"])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert "OK: the table is tidy" in out
+    assert "OK: the goal holds (red cup on the tray; yellow paper in the bin)" in out
     logs = next(tmp_path.rglob("events.jsonl")).parent
     events = read_events(logs / "events.jsonl")
     kinds = [e["kind"] for e in events]
@@ -88,3 +88,53 @@ def test_a_tidied_table_leaves_no_plan_step_pending():
         assert steps and all(status == "done" for _, status in steps), steps
     finally:
         s.shutdown()
+
+
+def _demo(tmp_path, capsys, task):
+    rc = main([task, "--seed", "7", "--out", str(tmp_path), "--no-record", "--monitor", "none"])
+    return rc, capsys.readouterr().out
+
+
+def test_demo_judges_the_task_it_was_given(tmp_path, capsys):
+    rc, out = _demo(tmp_path, capsys, "put the red cup on the tray")
+    assert rc == 0, out
+    assert "goal as read: red cup on the tray" in out
+    assert "OK: the goal holds (red cup on the tray)" in out
+    assert "run ended: succeeded - done" in out  # the final summary is printed
+
+
+def test_demo_asks_about_an_object_not_on_the_table_and_moves_nothing(tmp_path, capsys):
+    rc, out = _demo(tmp_path, capsys, "put the blue cup on the tray")
+    assert rc == 1, out
+    assert "planner asks the user: There is no blue cup on the table" in out
+    assert "FAILED: the planner asked a question" in out
+    assert "skill_started" not in out and "  > a" not in out  # nothing was started
+
+
+def test_demo_answers_a_negation_and_leaves_the_table(tmp_path, capsys):
+    rc, out = _demo(tmp_path, capsys,
+                    "don't put the cup on the tray; leave everything as it is")
+    assert rc == 0, out
+    assert "red cup left as it is" in out and "yellow paper left as it is" in out
+    assert "As you asked, I did not act on: put the red cup on the tray" in out
+    assert "pick_object" not in out
+
+
+@pytest.mark.parametrize("argv, names", [
+    ([""], "the task is empty"),
+    (["   "], "the task is empty"),
+    (["/cancel"], "/cancel is a command"),
+    (["/reset"], "/reset is a command"),
+    (["--seed", "x"], "--seed"),
+    (["--seed", "-1"], "--seed"),
+    (["--faults", "2"], "--faults"),
+    (["--faults", "nan"], "--faults"),
+    (["--timeout", "-1"], "--timeout"),
+    (["--timeout", "soon"], "--timeout"),
+])
+def test_demo_usage_errors_are_one_line_and_exit_2(capsys, argv, names):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert names in err and len(err.strip().splitlines()) == 1, err

@@ -100,24 +100,23 @@ def newest_image(req: ModelRequest, camera: str) -> ImagePart | None:
     return None
 
 
-def readings_of(text: str) -> dict[str, Any]:
-    m = re.search(r"^Readings: (\{.*\})$", text, re.M)
+def _json_after(pattern: str, text: str, flags: int = 0) -> dict[str, Any]:
+    """The JSON object ``pattern``'s first group matched in ``text`` ({} if none or bad)."""
+    m = re.search(pattern, text, flags)
     if not m:
         return {}
     try:
         return dict(json.loads(m.group(1)))
     except json.JSONDecodeError:
         return {}
+
+
+def readings_of(text: str) -> dict[str, Any]:
+    return _json_after(r"^Readings: (\{.*\})$", text, re.M)
 
 
 def _result_data(rest: str) -> dict[str, Any]:
-    m = re.search(r"Result: (\{.*\})\s*$", rest)
-    if not m:
-        return {}
-    try:
-        return dict(json.loads(m.group(1)))
-    except json.JSONDecodeError:
-        return {}
+    return _json_after(r"Result: (\{.*\})\s*$", rest)
 
 
 class RequestState:

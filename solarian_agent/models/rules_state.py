@@ -100,23 +100,27 @@ def newest_image(req: ModelRequest, camera: str) -> ImagePart | None:
     return None
 
 
-def _json_after(pattern: str, text: str, flags: int = 0) -> dict[str, Any]:
-    """The JSON object ``pattern``'s first group matched in ``text`` ({} if none or bad)."""
-    m = re.search(pattern, text, flags)
-    if not m:
-        return {}
+def _json_object(text: str) -> dict[str, Any]:
+    """``text`` as a JSON object, also when the harness quoted it (``⟦skill: "..."⟧``, the
+    form outside text comes in); {} if it is none."""
+    quoted = find_quotes(text)
+    if quoted:
+        text = quoted[0][1]
     try:
-        return dict(json.loads(m.group(1)))
+        value = json.loads(text)
     except json.JSONDecodeError:
         return {}
+    return dict(value) if isinstance(value, dict) else {}
 
 
 def readings_of(text: str) -> dict[str, Any]:
-    return _json_after(r"^Readings: (\{.*\})$", text, re.M)
+    m = re.search(r"^Readings: (\{.*\})$", text, re.M)
+    return _json_object(m.group(1)) if m else {}
 
 
 def _result_data(rest: str) -> dict[str, Any]:
-    return _json_after(r"Result: (\{.*\})\s*$", rest)
+    m = re.search(r"Result: (.*?)\s*$", rest)
+    return _json_object(m.group(1)) if m else {}
 
 
 class RequestState:

@@ -42,7 +42,10 @@ class ToolCalls:
 
     # refusals ---------------------------------------------------------------------------
     def reset_refusals(self) -> None:
+        # refused calls, and turns whose calls were all refused, since an action last started;
+        # budgets.max_refused_in_row counts the turns (one reply of many bad calls is one)
         self.refused_in_row = 0
+        self.refused_turns = 0
         self.last_refusal: tuple[str, str] | None = None
         self.refused_this_turn = False
         # the last closed turn had a refused call: the next call waits for still frames
@@ -65,9 +68,10 @@ class ToolCalls:
                      "refused again.")
         self.last_refusal = (tool, reason)
         limit = self.p.config.budgets.max_refused_in_row
-        if self.refused_in_row > 1:
-            text += (f" ({self.refused_in_row} refused calls in a row with no action "
-                     f"started; the run fails at {limit}.)")
+        if self.refused_turns:
+            text += (f" ({self.refused_turns} turn{'s' if self.refused_turns > 1 else ''} "
+                     "before this one with only refused calls and no action started; the "
+                     f"run fails at {limit}.)")
         return text
 
     def check_retries(self, tool: str) -> None:
@@ -282,7 +286,7 @@ class ToolCalls:
             if st == GoalStatus.EXECUTING or ps.handle.feedback is not None:
                 turn.pending.remove(ps)
                 turn.started_any = True
-                self.refused_in_row = 0
+                self.refused_in_row = self.refused_turns = 0
                 self.last_refusal = None
                 step = self.p.plan.claim(ps.tool, ps.action_id)
                 if step is not None and ps.action_id in self.p.actions:
@@ -329,6 +333,8 @@ class ToolCalls:
             if msg is not None:
                 self.p.messages.append(msg)
         self.p.turn = None
+        if self.refused_this_turn and not turn.started_any and self.refused_in_row:
+            self.refused_turns += 1
         self.refused_last_turn, self.refused_this_turn = self.refused_this_turn, False
         finish = self.finish_after_turn
         self.finish_after_turn = None
@@ -339,12 +345,13 @@ class ToolCalls:
             self.p.runs.end_run("succeeded" if ok else "failed", summary)
             return
         limit = self.p.config.budgets.max_refused_in_row
-        if self.refused_in_row >= limit:
+        if self.refused_turns >= limit:
             last = self.last_refusal[1] if self.last_refusal else ""
             self.p.runs.stop_everything("refusals")
             self.p.runs.end_run("failed", f"the planner's calls were refused {limit} times in "
-                                          f"a row with no action started (budgets."
-                                          f"max_refused_in_row); the last refusal: {last}")
+                                          f"a row ({limit} turns, {self.refused_in_row} calls, "
+                                          "no action started; budgets.max_refused_in_row); "
+                                          f"the last refusal: {last}")
             return
         if turn.started_any or turn.ended or turn.waits:
             self.p.continue_turn = False

@@ -60,7 +60,18 @@ def test_a_refusal_loop_ends_the_run_long_before_the_turn_budget() -> None:
     assert "unknown observation_id" in h.planner.summary
     last = _tool_results(h.provider.calls[-1].request)[-1]
     assert "This very call was refused just before" in last
-    assert "4 refused calls in a row" in last and "the run fails at 5" in last
+    assert "3 turns before this one with only refused calls" in last
+    assert "the run fails at 5" in last
+
+
+def test_one_reply_of_many_refused_calls_counts_as_one_refused_turn() -> None:
+    bad = ("point_at", {"point": [10, 10], "observation_id": "obs-999"})
+    h = make_harness([reply("", *[bad] * 6),
+                      reply("", ("finish_task", {"summary": "gave up", "success": False}))],
+                     config={"budgets": {"max_refused_in_row": 3}})
+    h.say("point")
+    assert h.run_until(lambda: h.planner.status == "failed", 20)
+    assert h.planner.summary == "gave up"
 
 
 def test_an_action_starting_resets_the_refusal_count() -> None:

@@ -45,7 +45,6 @@ TASK = "put the red cup on the tray"
 SEEDS_FULL = (90_000, 90_001, 90_002, 90_003, 90_004)
 SEEDS_QUICK = (90_000,)
 MODES = ("defaults", "views", "always_on")
-CAPTURE = (640, 480)  # the simulated cameras' capture size (overhead and wrist)
 
 
 # the providers' published image formulas ----------------------------------------------------
@@ -150,7 +149,11 @@ def metered_run(seed: int, mode: str = "defaults") -> dict[str, Any]:
                          300.0)
         status = system.planner.status
         truth = system.world.truth()
-        cameras = list(cfg.cameras)
+        cameras = []  # each camera's capture size (width, height): the baseline's frames
+        for cam in cfg.cameras:
+            frame = system.cameras.frame(cam)
+            if frame is not None:
+                cameras.append((int(frame.data.shape[1]), int(frame.data.shape[0])))
     finally:
         system.shutdown()
     done = status == "succeeded" and truth["objects"]["red_cup"]["location"] == "tray"
@@ -167,7 +170,7 @@ def _per_run(runs: Sequence[dict[str, Any]], provider: str, baseline: str = ""
     for r in runs:
         turns: list[TurnCost] = r["turns"]
         if baseline:
-            per = [CAPTURE] * len(r["cameras"])
+            per = list(r["cameras"])
             turns = [TurnCost(t.text_chars, per * (k + 1 if baseline == "history" else 1),
                               t.output_chars) for k, t in enumerate(turns)]
         ins.append(sum(t.input_tokens(provider) for t in turns))

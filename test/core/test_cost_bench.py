@@ -23,7 +23,7 @@ def test_openai_image_tokens_follow_the_published_formula(w: int, h: int, tokens
 
 
 def _run(images_per_turn: list[int]) -> dict:
-    return {"done": True, "cameras": ["overhead", "wrist"],
+    return {"done": True, "cameras": [(640, 480), (640, 480)],
             "turns": [cost.TurnCost(4000, [(640, 480)] * n, 400) for n in images_per_turn]}
 
 
@@ -45,6 +45,7 @@ def test_rows_compare_against_every_full_frame_every_turn() -> None:
 def test_a_metered_run_through_the_product_watching_one_camera() -> None:
     r = cost.metered_run(13, "views")
     assert r["done"] and r["status"] == "succeeded"
+    assert r["cameras"] == [(640, 480), (480, 360)]  # overhead and wrist capture sizes
     first, *later = r["turns"]
     assert len(first.images) == 2  # both cameras come with the first turn
     assert later and all(t.text_chars > 1000 and t.output_chars > 0 for t in r["turns"])

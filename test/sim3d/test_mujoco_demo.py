@@ -17,8 +17,10 @@ def test_demo_tidies_the_table_in_mujoco(tmp_path: Path, capsys: pytest.CaptureF
     rc = main(["--sim", "mujoco", "--seed", "7", "--out", str(tmp_path), "--no-record"])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert "tidy-up demo (mujoco simulator)" in out and "OK: the table is tidy" in out
-    assert "simulator truth (for the record, not used by the agent): success=True" in out
+    assert "tidy-up demo (mujoco simulator)" in out
+    assert "OK: the goal holds (red cup on the tray; yellow paper in the bin)" in out
+    assert ("simulator truth (for the record, not used by the agent): red cup on the tray: yes; "
+            "yellow paper in the bin: yes") in out
     events = read_events(next(tmp_path.rglob("events.jsonl")))
     ended = next(e for e in events if e["kind"] == "run_ended")
     assert ended["status"] == "succeeded"

@@ -19,6 +19,7 @@ holds (the conversation so far).  :class:`RequestState` reads that once per call
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from typing import Any
 from ..core.text import OPERATOR, TASK_PREFIX, find_quotes
 from ..perception import images as im
 from ..perception import scene
-from .base import ImagePart, ModelRequest
+from .base import ImagePart, Message, ModelRequest
 
 # fingers at least this far apart (mm) hold nothing: the gripper is open; closer than this
 # they closed on nothing (the pick skill's test)
@@ -123,11 +124,20 @@ def _result_data(rest: str) -> dict[str, Any]:
     return _json_object(m.group(1)) if m else {}
 
 
+def _is_task(msg: Message) -> bool:
+    """The message a run starts with (the harness's task message)."""
+    return msg.role == "user" and msg.text().startswith(TASK_PREFIX)
+
+
 class RequestState:
     """Everything one call of the rules planner decides from (see the module docstring)."""
 
     def __init__(self, req: ModelRequest, camera: str = "overhead",
                  wrist_camera: str = "wrist") -> None:
+        # this run only: the conversation outlives runs (until /reset), and what an earlier
+        # run did, checked or planned says nothing of this one
+        start = max((i for i, m in enumerate(req.messages) if _is_task(m)), default=0)
+        req = dataclasses.replace(req, messages=req.messages[start:])
         self.req = req
         self.task = self._task()
         # the newest wake message: what happened, the plan, what runs, the readings
@@ -150,10 +160,10 @@ class RequestState:
 
     # the request ---------------------------------------------------------------------------
     def _task(self) -> str:
-        """The operator's whole task (every line): the first user message's quote from the
+        """The operator's whole task (every line): this run's task message's quote from the
         operator."""
         for msg in self.req.messages:
-            if msg.role == "user" and msg.text().startswith(TASK_PREFIX):
+            if _is_task(msg):
                 said = [t for src, t in find_quotes(msg.text()) if src == OPERATOR]
                 return said[0] if said else ""
         return ""

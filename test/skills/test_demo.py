@@ -138,3 +138,24 @@ def test_demo_usage_errors_are_one_line_and_exit_2(capsys, argv, names):
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert names in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_second_task_in_the_same_conversation_is_planned_from_its_own_run():
+    """The conversation outlives runs: the rules planner read the first run's task and checks
+    and 'finished' the second task at once without moving anything."""
+    from solarian_agent.system import build_sim_system
+
+    s = build_sim_system(seed=7)
+    try:
+        s.planner.message("put the red cup on the tray")
+        assert s.run_until(lambda: s.planner.status in ("succeeded", "failed"), 300.0)
+        assert s.planner.status == "succeeded"
+        s.planner.message("put the yellow paper in the bin")
+        assert s.run_until(lambda: s.planner.status == "running", 5.0)
+        assert s.run_until(lambda: s.planner.status in ("succeeded", "failed"), 300.0)
+        assert s.planner.status == "succeeded", s.planner.summary
+        truth = s.world.truth()
+        assert truth["objects"]["yellow_paper"]["location"] == "bin"
+        assert truth["objects"]["red_cup"]["location"] == "tray"
+    finally:
+        s.shutdown()

@@ -76,6 +76,9 @@ def load_config(config_file: str = "", overrides: Mapping[str, Any] | None = Non
 # ------------------------------------------------------------------------------------------
 # arm hardware interface
 # ------------------------------------------------------------------------------------------
+SIMULATED_BUS_TIMEOUT_S = 0.2  # per answer, with simulated_bus:=true
+
+
 class ArmCore:
     """The Feetech arm behind a lifecycle: ``configure`` opens the bus and reads the
     calibration, ``activate`` enables torque and lets commands through, ``deactivate`` holds,
@@ -138,7 +141,10 @@ class ArmCore:
 
             self._sim = SimulatedBus()
             self._sim.__enter__()
-            cfg = replace(cfg, port=self._sim.port_name)
+            # simulated servos answer from a Python thread of this node, so their latency
+            # follows the host's load, not the wire's: a real bus's 25 ms would read as lost
+            cfg = replace(cfg, port=self._sim.port_name,
+                          timeout_s=max(cfg.timeout_s, SIMULATED_BUS_TIMEOUT_S))
             cal = default_so101()
         elif self.port:
             cfg = replace(cfg, port=self.port)

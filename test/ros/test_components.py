@@ -29,6 +29,8 @@ def test_arm_core_lifecycle_on_the_simulated_servo_bus():
     assert core.bus.call(names.ESTOP, {})["success"] is False
     try:
         arm.configure()
+        # simulated servos answer from a thread of this process: not a real bus's 25 ms
+        assert arm.arm.config.timeout_s == C.SIMULATED_BUS_TIMEOUT_S
         arm.step()
         assert js.latest() is not None and len(js.latest().name) == 6
         assert diag.latest()["status"][0]["name"] == "arm"

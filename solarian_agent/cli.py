@@ -9,23 +9,15 @@ exits 130 without a traceback, a missing optional extra names the pip line that 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from .cli_common import CliParser, MissingExtraError, fail, install_hint, version
+from .cli_common import CliParser, MissingExtraError, fail, install_hint, number_arg, version
 
 PROG = "solarian-agent"
 
 
-def _positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return n
+_positive_int = number_arg(int, lambda n: n >= 1, "a whole number >= 1")
 
 
 def _bench(argv: Sequence[str]) -> int:

@@ -6,7 +6,9 @@
   parsing configures the ``logging`` root from them;
 * :func:`install_hint` / :func:`require`: a missing optional extra is named with the pip line
   that installs it, never a traceback;
-* :func:`version`: the installed package's version (``--version``).
+* :func:`version`: the installed package's version (``--version``);
+* :func:`number_arg`: an ``argparse`` ``type`` for a bounded number, whose refusal says what
+  the option takes.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import argparse
 import importlib.util
 import logging
 import sys
-from collections.abc import Sequence
-from typing import Any, NoReturn
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, TypeVar
+
+N = TypeVar("N", int, float)
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -29,6 +33,23 @@ EXTRAS: dict[str, str] = {
     "rclpy": "ROS 2 Jazzy: `make ros` in a checkout (the PyPI wheels), or source "
              "/opt/ros/jazzy/setup.bash",
 }
+
+
+def number_arg(parse: Callable[[str], N], accept: Callable[[N], bool], takes: str,
+               out_of_range: str | None = None) -> Callable[[str], N]:
+    """An argparse ``type``: ``parse`` the text (int or float) and refuse it unless
+    ``accept(value)`` (NaN fails every comparison, so ``0 <= v <= 1`` refuses it too).  The
+    usage error reads ``must be <takes>, got 'x'`` for what does not parse and ``must be
+    <out_of_range or takes>, got x`` for a value outside the range."""
+    def check(text: str) -> N:
+        try:
+            v = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {takes}, got {text!r}") from None
+        if not accept(v):
+            raise argparse.ArgumentTypeError(f"must be {out_of_range or takes}, got {text}")
+        return v
+    return check
 
 
 class MissingExtraError(RuntimeError):

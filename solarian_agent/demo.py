@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .cli_common import CliParser
+from .cli_common import CliParser, number_arg
 from .core import names
 from .core.errors import ConfigError, CoreError
 from .core.messages import AgentEvent
@@ -93,34 +93,12 @@ def _free_dir(path: Path) -> Path:
     return out
 
 
-def _seed(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if not 0 <= v < 2**32:
-        raise argparse.ArgumentTypeError(f"must be between 0 and {2**32 - 1}, got {v}")
-    return v
-
-
-def _probability(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
-    if not 0.0 <= v <= 1.0:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"must be a probability from 0 to 1, got {text}")
-    return v
-
-
-def _seconds(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
-    if not 0.0 < v < 1e7:  # also refuses nan and inf
-        raise argparse.ArgumentTypeError(f"must be more than 0 s (and finite), got {text}")
-    return v
+_seed = number_arg(int, lambda v: 0 <= v < 2**32, "a whole number",
+                   f"between 0 and {2**32 - 1}")
+_probability = number_arg(float, lambda v: 0.0 <= v <= 1.0, "a number",
+                          "a probability from 0 to 1")
+_seconds = number_arg(float, lambda v: 0.0 < v < 1e7, "a number of seconds",
+                      "more than 0 s (and finite)")
 
 
 def _parse(argv: Sequence[str]) -> argparse.Namespace:

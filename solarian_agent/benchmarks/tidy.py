@@ -237,7 +237,7 @@ def strategy_rows(label: str, runs: Sequence[Mapping[str, Any]], bound: float | 
     disagree = _seeds(runs, lambda r: r["verified"] != r["truth"])
     return [
         {"name": f"{label}: success", "value": _pct(len(ok), n), "unit": "%",
-         "baseline": "" if bound is None else f"ideal {bound} % (6-11 upper bound)",
+         "baseline": "" if bound is None else f"ideal {bound} % (the upper bound)",
          "note": f"{len(ok)}/{n} seeds claimed and confirmed by a fresh verify_state and the "
                  f"truth; claimed {len(claimed)}; claimed but not confirmed: {unconfirmed}; "
                  f"verify_state and truth disagree: {disagree}"},
@@ -293,7 +293,8 @@ def ideal_runs(seeds: Sequence[int], arm: ArmModel, faults: FaultConfig = FAULTS
 
 def ideal_row(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     ok = sum(r["success"] for r in runs)
-    return {"name": "ideal controller (exp. 6-11): success", "value": _pct(ok, len(runs)),
+    return {"name": "ideal controller (reference, reads the truth): success",
+            "value": _pct(ok, len(runs)),
             "unit": "%", "baseline": "upper bound: reads the truth, drives the World directly "
                                      "(no bus, skills, planner or camera)",
             "note": f"{ok}/{len(runs)} seeds; skill calls "

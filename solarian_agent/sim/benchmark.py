@@ -116,7 +116,7 @@ def _run(quick: bool) -> list[dict[str, Any]]:
                  "baseline": f"{TARGET_EPISODES_PER_MIN:.0f}/min (hundreds per minute)",
                  "note": f"{frames / len(with_cams):.0f} frames per episode"})
 
-    rows.append(_success_row("ideal controller success (exp. 6-11)", clean))
+    rows.append(_success_row("ideal controller success (reference: reads the truth)", clean))
     steps = [r.steps for r in clean]
     rows.append({"name": "ideal controller steps per episode",
                  "value": round(statistics.mean(steps), 1), "unit": "steps",

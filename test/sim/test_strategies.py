@@ -126,7 +126,7 @@ def test_progress_line_counts_and_names_the_failures() -> None:
 def test_ideal_controller_is_only_the_labelled_upper_bound(arm: ArmModel) -> None:
     runs = tidy.ideal_runs([1, 2], arm)
     row = tidy.ideal_row(runs)
-    assert row["name"].startswith("ideal controller (exp. 6-11)")
+    assert row["name"].startswith("ideal controller (reference, reads the truth)")
     assert "upper bound" in row["baseline"] and "reads the truth" in row["baseline"]
     assert all(r["success"] for r in runs)
 

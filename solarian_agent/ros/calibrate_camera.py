@@ -82,8 +82,10 @@ def main(args: Sequence[str] | None = None) -> int:
     frames = _Fresh(bus, names.image_topic(opts.camera), names.T_IMAGE, QoS(depth=1))
     spinner = common.Spinner(node, stop, bridge=bridge).start()
     try:
-        def positions() -> dict[str, float]:  # a reading from the last half second
-            js = joints.after(time.monotonic() - 0.5, opts.timeout, "joint_states")
+        def positions() -> dict[str, float]:
+            # a reading that arrived after the user said the tip is on the mark (one from
+            # before could still be the arm on its way there)
+            js = joints.after(time.monotonic(), opts.timeout, "joint_states")
             return dict(zip(js.name, js.position, strict=True))
 
         def grab() -> np.ndarray:  # a frame that arrived after the user said so

@@ -283,12 +283,16 @@ def run(node: Node, core: NodeCore, bridge: Bridge, *, stop: threading.Event | N
         log.error(f"{node.get_name()} failed: {type(e).__name__}: {e}")
         code = 1
     finally:
+        # each stage is logged: a node slow to stop shows in its output where it was
+        log.info(f"{node.get_name()} stopping: loops")
         runner.join()
         bridge.close()
+        log.info(f"{node.get_name()} stopping: core")
         try:
             core.shutdown()
         except Exception as e:
             log.warning(f"shutdown: {e}")
+        log.info(f"{node.get_name()} stopping: goals' results, executor")
         bridge.wait_for_goals(3.0)  # the goals' results go out before the executor stops
         spinner.close()
     if spinner.failed.is_set():

@@ -252,9 +252,17 @@ class NodeProcesses:
             release_domain(self.domain)  # the graph is gone: another one may use it
         return codes
 
-    def outputs(self, tail: int = 3000) -> str:
+    def outputs(self, tail: int = 3000, only: Sequence[str] | None = None) -> str:
         return "\n".join(f"----- {n} (exit {p.returncode}) -----\n{p.output()[-tail:]}"
-                         for n, p in self.procs.items())
+                         for n, p in self.procs.items() if only is None or n in only)
+
+    def exit_problems(self, codes: Mapping[str, int | None]) -> str:
+        """The nodes that did not exit 0, each with its output's end (for an assertion)."""
+        bad = [n for n, c in codes.items() if c != 0]
+        hung = [n for n in bad if codes[n] is None]
+        return (f"exit codes {dict(codes)}; not 0: {bad}"
+                + (f" (still running at the deadline, killed: {hung})" if hung else "") + "\n"
+                + self.outputs(6000, only=bad))
 
 
 __all__ = ["DDS_PROFILE_VARS", "NodeProcesses", "Proc", "dds_profile", "free_domain",

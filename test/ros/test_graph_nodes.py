@@ -233,8 +233,8 @@ def test_sigterm_aborts_the_running_goal_with_a_result_and_exits_0(ros_graph):
 
 def test_every_node_exits_0_on_sigint(ros_graph):
     g, p = ros_graph
-    codes = g.close()
-    assert all(c == 0 for c in codes.values()), (codes, g.outputs())
+    codes = g.close(timeout_s=30.0)  # a loaded 2-core CI machine stops 6 nodes slowly
+    assert all(c == 0 for c in codes.values()), g.exit_problems(codes)
     out = g.outputs(tail=100000)
     for bad in ("Traceback", "terminate called", "exception was never retrieved",
                 "Destroyable"):

@@ -240,5 +240,5 @@ def test_touch_calibration_over_ros(robot, tmp_path):
 
 def test_every_node_exits_0(robot):
     g, p = robot
-    codes = g.close()
-    assert all(c == 0 for c in codes.values()), (codes, g.outputs())
+    codes = g.close(timeout_s=30.0)  # a loaded 2-core CI machine stops 6 nodes slowly
+    assert all(c == 0 for c in codes.values()), g.exit_problems(codes)

@@ -78,23 +78,21 @@ def judge(reading: TaskReading, start: Mapping[str, Any], end: Mapping[str, Any]
     (``end``) the run, and against the fresh ``check`` (:func:`final_check`)."""
     before = truth_locations(start)
     moves = bool(reading.goals)
-    v_ok, v_lines = goal_holds(reading, check_locations(check), before)
-    if not check.get("finished"):
-        v_ok = False
-        v_lines.append(f"verify_state: {check.get('reason', 'did not finish')}")
-    if check.get("held"):
-        v_ok = False
-        v_lines.append(f"still held: {check['held']}")
-    if moves and not check.get("arm_at_home"):
-        v_ok = False
-        v_lines.append("the arm is not home")
-    t_ok, t_lines = goal_holds(reading, truth_locations(end), before)
-    if end.get("held"):
-        t_ok = False
-        t_lines.append(f"still held: {end['held']}")
-    if moves and not end.get("at_home"):
-        t_ok = False
-        t_lines.append("the arm is not home")
+
+    def witness(locations: Any, held: Any, at_home: Any, problems: list[str]
+                ) -> tuple[bool, list[str]]:
+        # one witness (the fresh check or the truth): the goal holds, nothing held, arm home
+        ok, lines = goal_holds(reading, locations, before)
+        if held:
+            problems.append(f"still held: {held}")
+        if moves and not at_home:
+            problems.append("the arm is not home")
+        return ok and not problems, lines + problems
+
+    v_ok, v_lines = witness(check_locations(check), check.get("held"), check.get("arm_at_home"),
+                            [] if check.get("finished") else
+                            [f"verify_state: {check.get('reason', 'did not finish')}"])
+    t_ok, t_lines = witness(truth_locations(end), end.get("held"), end.get("at_home"), [])
     return Judgement(v_ok, t_ok, v_lines, t_lines)
 
 

@@ -30,6 +30,7 @@ SUITES = {
     "hw": "solarian_agent.benchmarks.hw",
     "ros": "solarian_agent.ros.bench",  # real rclpy (make ros); the node graph as processes
     "recording": "solarian_agent.benchmarks.recording",
+    "routing": "solarian_agent.benchmarks.routing",
 }
 
 

@@ -8,6 +8,7 @@ were answered with a placeholder are polled here.  The rule table itself is :mod
 from __future__ import annotations
 
 import concurrent.futures as cf
+import json
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from .routing import (
     NewsItem,
     RouteContext,
     RouteDecision,
+    RunningAction,
     label_for,
     parallel_note,
     pct,
@@ -65,11 +67,16 @@ class EventRouting:
 
     def route_ctx(self) -> RouteContext:
         now = self.p.clock.now()
+        steps = {s.index: s.description for s in self.p.plan.steps}
         return RouteContext(
             active=self.p.status in ACTIVE_STATUSES,
             busy=self.p.status == "running" and (self.p.turn is not None or bool(self.p.actions)),
             task=self.p.task,
             running=tuple(f"{a.action_id} {a.tool} ({now - a.started_at:.1f} s)"
+                          for a in self.p.actions.values()),
+            actions=tuple(RunningAction(a.action_id, a.tool, steps.get(a.step, "")
+                                        if a.step is not None else "",
+                                        json.dumps(a.params, default=str)[:300])
                           for a in self.p.actions.values()))
 
     def route(self, ev: Event) -> None:
@@ -88,7 +95,7 @@ class EventRouting:
     def apply_route(self, ev: Event, d: RouteDecision) -> None:
         self.p.log_event("route", by=d.by, event=ev.kind, source=ev.source, channel=ev.channel,
                          content=ev.content[:200], urgency=d.urgency, reason=d.reason, rule=d.rule,
-                         stop=d.stop, seq=ev.seq)
+                         stop=d.stop, stop_actions=d.as_dict()["stop_actions"], seq=ev.seq)
         if (d.urgency == "parallel" and ev.kind == "message" and self.p.config.events.parallel
                 and self.p.status == "running"):
             self.ask_parallel(ev)
@@ -172,23 +179,33 @@ class EventRouting:
             who = f"by the operator's {ev.kind}"
         else:
             who = f"by the user ({said})"
-        cut = self.cut_turn(what, d.stop, who)
+        cut = self.cut_turn(what, d, who)
         stopped: list[str] = []
+        kept: list[str] = []
         if d.stop and ev.kind == "message":
             now = self.p.clock.now()
             for aid, info in list(self.p.actions.items()):
+                if not d.stops(aid):  # a stop names what it stops: the rest goes on
+                    kept.append(aid)
+                    continue
                 # a call cancelled before it started has already ended: wait for its end too
                 if info.handle.status.terminal or self.stop_task(aid, info, f"cancelled {who}",
                                                                  by="user"):
                     stopped.append(aid)
                     self.stopping[aid] = now
             self.p.plan_hold = True
+            if kept:
+                on = ", ".join(f"{a} ({self.p.actions[a].tool})" for a in kept)
+                self.p.news.append(
+                    f"The user's stop named only {', '.join(stopped) or 'nothing that runs'}; "
+                    f"still running: {on}.")
         released = self.release_held()
         self.urgent = True
         self.p.log_event("interrupt", event=ev.kind, source=ev.source, content=ev.content[:200],
-                         cut=cut, stopped=stopped, released_events=released, reason=d.reason)
+                         cut=cut, stopped=stopped, kept=kept, released_events=released,
+                         reason=d.reason)
 
-    def cut_turn(self, what: str, cancel: bool, who: str) -> str:
+    def cut_turn(self, what: str, d: RouteDecision, who: str) -> str:
         """End the turn in flight now.  Returns what was cut: '' (nothing), 'model_call' (the
         reply is discarded: the turn token is dropped, so a reply still being computed on a
         worker thread is never read) or 'pending_calls' (placeholders were given)."""
@@ -205,6 +222,7 @@ class EventRouting:
         if self.p.turn is not turn:
             return ""
         for ps in turn.pending:
+            cancel = d.stops(ps.action_id)
             if cancel:
                 ps.handle.cancel()
                 text = placeholder_cancelled(ps.tool, ps.action_id, who)
@@ -300,7 +318,8 @@ class EventRouting:
     def side_done(self, sc: SideCall, reply: ModelReply | None,
                   error: BaseException | None) -> None:
         if sc.kind == "router":
-            self.apply_route(sc.event, self.p.router.parse(reply, error, self.route_ctx()))
+            self.apply_route(sc.event, self.p.router.parse(reply, error, self.route_ctx(),
+                                                           sc.event))
             return
         question = sc.event.content
         answer = reply.text.strip()[:2000] if reply is not None else ""

@@ -50,7 +50,7 @@ class Row:
 I, Q, P = "interrupt", "queue", "parallel"
 TABLE: tuple[Row, ...] = (
     # stops of everything
-    Row("stop!", I, ALL), Row("Stop", I, ALL), Row("please stop now", I, ALL),
+    Row("stop!", I, ALL), Row("stop", I, ALL), Row("please stop now", I, ALL),
     Row("Cancel", I, ALL), Row("halt, halt!", I, ALL), Row("enough, that's enough", I, ALL),
     Row("Stop! I said it wrong", I, ALL),
     # negated, deferred and errand "stops": nothing stops

@@ -111,8 +111,8 @@ NEGATIONS = ("don't", "dont", "do not", "never", "not", "no need to", "no reason
 # a deferral before the verb ("then stop", "when it is up, stop") or after it ("stop once the
 # cup is on the tray"): a stop for later, queued as an instruction
 DEFER_BEFORE = ("after", "afterwards", "when", "once", "until", "till", "before", "if",
-                "later", "then", "next", "miutan", "utan", "ha", "amikor", "mielott", "kesobb",
-                "majd", "aztan")
+                "later", "then", "next", "miutan", "utan", "utana", "ha", "amikor", "mielott",
+                "kesobb", "majd", "aztan")
 DEFER_AFTER = ("after", "afterwards", "when", "once", "until", "till", "if", "later",
                "at the end", "miutan", "utan", "ha", "amikor", "kesobb", "vegen")
 # a stop verb inside a question about the past ("did you stop?"): no stop

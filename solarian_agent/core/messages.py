@@ -7,7 +7,7 @@ the package's own ``msg/ srv/ action/`` otherwise).  Times are seconds on the ru
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -141,6 +141,29 @@ class MonitorVerdict:
     then: str = ""  # a tool to start, without arguments, once the action has stopped
     source: str = "monitor"  # monitor | controller (a check_agent_action tripwire)
     generation: int = 0
+
+    DECISIONS: ClassVar[tuple[str, ...]] = ("", "finish", "fail", "escalate")
+    SOURCES: ClassVar[tuple[str, ...]] = ("monitor", "controller")
+
+    def __post_init__(self) -> None:
+        # eleven fields, five of them strings: a verdict built with its fields in the wrong
+        # order is refused here instead of reaching the planner as a different verdict
+        for name in ("action_id", "tool", "question", "value", "reason", "then"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"MonitorVerdict.{name} must be a string, got "
+                                f"{type(getattr(self, name)).__name__}")
+        for name in ("probability", "stamp"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise TypeError(f"MonitorVerdict.{name} must be a number, got {v!r}")
+        if isinstance(self.generation, bool) or not isinstance(self.generation, int):
+            raise TypeError(f"MonitorVerdict.generation must be an int, got {self.generation!r}")
+        if self.decision not in self.DECISIONS:
+            raise ValueError(f"MonitorVerdict.decision must be one of {self.DECISIONS}, got "
+                             f"{self.decision!r}")
+        if self.source not in self.SOURCES:
+            raise ValueError(f"MonitorVerdict.source must be one of {self.SOURCES}, got "
+                             f"{self.source!r}")
 
 
 @dataclass(frozen=True)

@@ -118,19 +118,20 @@ def msg(text):
     ("please stop now", "interrupt", True, "user_stop"),
     ("Mégse", "interrupt", True, "user_stop"),
     ("Wait, first check tomorrow's weather", "interrupt", False, "user_wait"),
-    ("No, the other cup", "interrupt", False, "user_wait"),
+    ("No, the other cup", "interrupt", False, "user_correction"),
     ("what time is it?", "parallel", False, "small_talk"),
     ("Hány óra van?", "parallel", False, "small_talk"),
-    ("answer in Japanese", "queue", False, ""),
-    ("format it as a web page", "queue", False, ""),
-    ("keep waiting", "queue", False, ""),
-    ("don't stop believing, put the cup on the tray", "queue", False, ""),
+    ("answer in Japanese", "queue", False, "user_addition"),
+    ("format it as a web page", "queue", False, "user_addition"),
+    ("keep waiting", "queue", False, "user_addition"),
+    ("don't stop believing, put the cup on the tray", "queue", False, "user_addition"),
 ])
 def test_rule_table_routes_user_messages(text, urgency, stop, rule):
+    # (the labelled table of issue 22 is test/core/test_routing_table.py)
     d = Router().route(msg(text), BUSY)
     assert d is not None
     assert (d.urgency, d.stop, d.rule) == (urgency, stop, rule)
-    assert d.reason and d.by == ("rule" if rule else "default")
+    assert d.reason and d.by == "rule"
 
 
 def test_rule_table_routes_system_events():
@@ -161,30 +162,38 @@ def test_parallel_only_while_the_main_task_works_and_idle_messages_start_runs():
     assert d is not None and d.urgency == "queue" and d.rule == "idle"
 
 
-def test_router_model_decides_only_what_no_rule_covers_and_failures_queue():
+def test_router_model_decides_messages_and_failures_fall_back_to_the_rules():
     model = ScriptedProvider([reply('{"urgency": "parallel", "reason": "small talk"}'),
                               reply("not json"),
                               reply('{"urgency": "soon", "reason": "x"}'),
                               ModelError("timeout", "slow")])
     r = Router(model=model)
-    assert r.route(msg("stop"), BUSY).by == "rule"  # a rule decides: no model call
+    tool_result = Event("skills", "action", "succeeded", {}, "queue", "action_ended")
+    assert r.route(tool_result, BUSY).by == "rule"  # a system event: the rules, no model call
+    assert r.route(msg("stop"), BUSY) is None  # a message: the model decides by meaning
     ev = msg("tell me a joke")
-    assert r.route(ev, BUSY) is None  # no rule: the model decides
+    assert r.route(ev, BUSY) is None
     req = r.request(ev, BUSY)
     assert req.purpose == "router" and req.response_schema is not None and not req.tools
-    d = r.parse(model.complete(req, timeout_s=1), None, BUSY)
+    d = r.parse(model.complete(req, timeout_s=1), None, BUSY, ev)
     assert (d.urgency, d.by, d.reason) == ("parallel", "model", "small talk")
     for _ in range(2):
-        d = r.parse(model.complete(req, timeout_s=1), None, BUSY)
-        assert (d.urgency, d.by) == ("queue", "fallback") and "answered badly" in d.reason
+        d = r.parse(model.complete(req, timeout_s=1), None, BUSY, msg("stop"))
+        # the rules decide in the model's place: "stop" is still a stop
+        assert (d.urgency, d.by, d.stop) == ("interrupt", "fallback", True)
+        assert "answered badly" in d.reason and "the rules decided" in d.reason
     with pytest.raises(ModelError) as e:
         model.complete(req, timeout_s=1)
-    d = r.parse(None, e.value, BUSY)
+    d = r.parse(None, e.value, BUSY, ev)
     assert (d.urgency, d.by) == ("queue", "fallback") and "timeout" in d.reason
     assert len(model.calls) == 4
-    # without a model, unmatched user messages are queued by default
+    # an event that is no message, with the model failing: queued
+    webhook = Event("webhook", "http", "ping", {}, "queue", "ping")
+    assert r.route(webhook, BUSY).by == "default"  # not the user's: no model call
+    assert r.parse(None, e.value, BUSY, webhook).urgency == "queue"
+    # without a model, messages are read by the rules
     d = Router().route(ev, BUSY)
-    assert d is not None and (d.urgency, d.by) == ("queue", "default")
+    assert d is not None and (d.urgency, d.by) == ("queue", "rule")
 
 
 def test_router_config_and_build():
@@ -319,7 +328,7 @@ def test_two_additions_during_long_action_arrive_in_one_batch_at_the_boundary():
                      r"\(wait\) succeeded", woke)
     assert "3 unprocessed events: 2 user messages, 1 tool result." in woke
     routes = [r for r in logged(h, "route") if r["event"] == "message"][1:]
-    assert [(r["urgency"], r["by"]) for r in routes] == [("queue", "default")] * 2
+    assert [(r["urgency"], r["by"]) for r in routes] == [("queue", "rule")] * 2
 
 
 def test_queued_addition_is_not_held_past_max_hold():
@@ -620,8 +629,9 @@ def test_monitor_fail_interrupts_the_model_call_in_flight():
     holder = {}
 
     def thinking(req):
-        v = MonitorVerdict(holder["aid"], "wait", "is it ok", "no", 0.9, "fail", "monitor",
-                           "the cup fell", "", holder["h"].clock.now())
+        v = MonitorVerdict(action_id=holder["aid"], tool="wait", question="is it ok",
+                           value="no", probability=0.9, decision="fail", source="monitor",
+                           reason="the cup fell", stamp=holder["h"].clock.now())
         holder["h"].bus.publisher(names.MONITOR_VERDICTS, names.T_MONITOR_VERDICT).publish(v)
         return reply("", ("observe", {}))
 
@@ -635,7 +645,20 @@ def test_monitor_fail_interrupts_the_model_call_in_flight():
     assert h.run_until(lambda: h.planner.status == "failed", 5)
     assert logged(h, "interrupt")[0]["cut"] == "model_call"
     assert not logged(h, "observe")  # the heartbeat reply decided before the flag never ran
-    assert "The monitor failed action" in last_user_text(h.provider.calls[2].request)
+    woke = last_user_text(h.provider.calls[2].request)
+    assert "The monitor failed action" in woke and "the cup fell" in woke
+
+
+def test_a_monitor_verdict_with_its_fields_in_the_wrong_order_is_refused():
+    # the order an earlier version of the test above used: decision, source, reason, then, stamp
+    with pytest.raises((TypeError, ValueError), match="MonitorVerdict"):
+        MonitorVerdict("a1", "wait", "is it ok", "no", 0.9, "fail", "monitor", "the cup fell",
+                       "", 12.5)
+    with pytest.raises(ValueError, match="decision"):
+        MonitorVerdict("a1", "wait", "is it ok", "no", 0.9, "the cup fell")
+    ok = MonitorVerdict("a1", "wait", "is it ok", "no", 0.9, "fail", "the cup fell", 12.5)
+    assert (ok.decision, ok.reason, ok.stamp, ok.source) == ("fail", "the cup fell", 12.5,
+                                                             "monitor")
 
 
 # --------------------------------------------------------------------------------------------

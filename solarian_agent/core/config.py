@@ -78,6 +78,9 @@ class AgentBudgets:
     # ... they count here: this many refused calls in a row with no action started ends the
     # run as failed, long before max_turns
     max_refused_in_row: int = field(default=8, metadata=_rng(1, 1000))
+    # a failing planner model (HTTP 503, a timeout): retried this many times per wake, with an
+    # exponential backoff and jitter; then the planner is silent until the next event
+    model_retries_per_wake: int = field(default=2, metadata=_rng(0, 20))
 
 
 @dataclass(frozen=True)

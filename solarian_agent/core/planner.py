@@ -36,6 +36,7 @@ the system is wired (``system.py``, the ROS components) and passed in.
 
 from __future__ import annotations
 
+import random
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -90,7 +91,8 @@ class Planner:
     thread are only queued; everything is handled in :meth:`tick` by the parts built in
     ``__init__`` (``routing``, ``handlers``, ``runs``, ``cycle``, ``calls``, ``task_tools``).
     ``vision_backend`` describes views for a planner that reads no images; ``scene_observer``
-    serves ``observe_scene``; ``router`` routes events (rules only when None)."""
+    serves ``observe_scene``; ``router`` routes events (rules only when None); ``rng`` jitters
+    the backoff of a failed model call."""
 
     def __init__(
         self,
@@ -109,9 +111,11 @@ class Planner:
         router: Router | None = None,
         vision_backend: VisionBackend | None = None,
         scene_observer: SceneObserverPort | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.bus = bus
         self.clock = clock
+        self.rng = rng or random.Random()  # the jitter of a failed call's backoff
         self.config = config
         self.provider = provider
         self.recorder = recorder
@@ -332,6 +336,8 @@ class Planner:
             if (self.wake_reasons or self.calls.refused_last_turn) and \
                     not self.routing.urgent and self.cycle.frames_settling(now):
                 return
+            if self.cycle.backing_off(now):
+                return  # a failed call's retry waits for its backoff
             self.routing.urgent = False
             self.cycle.start_model_call()
 
@@ -341,6 +347,7 @@ class Planner:
         operator woke it, so the plan queue waits for its reply (seed 003) and no step starts
         by itself until then."""
         self.wake_reasons.append(reason)
+        self.cycle.woken(reason)
         if hold:
             self.plan_hold = True
 

@@ -22,6 +22,7 @@ from ..models.base import (
     TextPart,
     ToolCall,
 )
+from ..models.retry import RetryPolicy
 from .attention import AttentionEpisode
 from .episode_log import EpisodeLog
 from .errors import ToolCallRejected
@@ -51,6 +52,9 @@ class TurnCycle:
         self.turn_cursor: int | None = None  # after run_continued: log only newer messages
         self.pending_wake: tuple[Message, cf.Future[list[Any]]] | None = None
         self.prepared_wake: PreparedViews = PreparedViews(planner.views)
+        self.model_failures = 0  # failed planner calls in a row (this wake)
+        self.retry_at: float | None = None  # a failed call is retried at this clock time
+        self.silent = False  # retries used up: no call until the next event wakes it
 
     def frames_settling(self, now: float) -> bool:
         """Hold a wake back (at most ``FRESH_FRAME_WAIT_S``) until every camera has a frame
@@ -216,19 +220,68 @@ class TurnCycle:
                 return
             self.record_turn(turn, reply, error, latency)
             if error is not None:
-                self.p.news.append(f"Your previous call failed ({error.kind}): "
-                                   f"{quote('model error', error.message, 600)}. Continue.")
-                self.p.turn = None
-                if error.kind in ("auth", "config"):
-                    self.p.runs.end_run("failed", f"planner model unusable: {error}")
-                    return
-                self.p.wake("model_error")
+                self.model_failed(error)
                 return
             assert reply is not None
+            self.model_answered()
             self.handle_reply(turn, reply)
             if self.p.turn is not turn:
                 return  # a text-only reply closed the turn itself (and chose to continue or not)
         self.p.calls.poll_pending(turn)
+
+    # a failing planner model (HTTP 503 ...): a few calls per wake, backing off ------------
+    def model_failed(self, error: ModelError) -> None:
+        """A failed call is retried after an exponential backoff with jitter (the planner's
+        clock and RNG), at most ``budgets.model_retries_per_wake`` times; then the planner
+        stays silent until the next event wakes it, and says so (``planner_silent``)."""
+        self.p.turn = None
+        note = (f"Your previous call failed ({error.kind}): "
+                f"{quote('model error', error.message, 600)}. Continue.")
+        self.p.news[:] = [n for n in self.p.news if not (
+            isinstance(n, str) and n.startswith("Your previous call failed ("))]
+        self.p.news.append(note)
+        if error.kind in ("auth", "config"):
+            self.p.runs.end_run("failed", f"planner model unusable: {error}")
+            return
+        self.model_failures += 1
+        n, limit = self.model_failures, self.p.config.budgets.model_retries_per_wake
+        why = f"{error.kind}: {one_line(error.message, 200)}"
+        if n <= limit:
+            delay = PLANNER_BACKOFF.delay(n - 1, None, self.p.rng)
+            assert delay is not None
+            self.retry_at = self.p.clock.now() + delay
+            self.p.log_event("planner_model_retry", attempt=n + 1, attempts=limit + 1,
+                             error=why, retry_in_s=round(delay, 3))
+            self.p.wake("model_error")
+        else:
+            self.retry_at = None
+            self.silent = True
+            self.p.log_event(
+                "planner_silent", failures=n, error=why,
+                reason=f"the planner model failed {n} times in a row; it is called again "
+                       "when the next event wakes it (a message, an action's end, a monitor "
+                       "flag); /cancel ends the run")
+        self.p.publish_state()
+
+    def model_answered(self) -> None:
+        if self.silent or self.model_failures:
+            self.p.log_event("planner_model_ok", after_failures=self.model_failures)
+        self.model_failures, self.retry_at, self.silent = 0, None, False
+
+    def woken(self, reason: str) -> None:
+        """A new wake (not a retry): the retries start afresh."""
+        if reason != "model_error":
+            self.model_failures = 0
+            self.silent = False
+
+    def backing_off(self, now: float) -> bool:
+        """True while a failed call's retry waits for its backoff."""
+        if self.retry_at is None:
+            return False
+        if now < self.retry_at:
+            return True
+        self.retry_at = None
+        return False
 
     def record_turn(self, turn: Turn, reply: ModelReply | None, error: ModelError | None,
                     latency: float) -> None:
@@ -312,6 +365,9 @@ class TurnCycle:
                     break
 
 
+# the planner's own retry of a failed call (the provider has retried its attempts already):
+# 1 s, 2 s, 4 s ... (at most 30 s), each scaled by a random factor in [0.5, 1]
+PLANNER_BACKOFF = RetryPolicy(base_delay_s=1.0, max_delay_s=30.0, jitter=0.5)
 MAX_REPLY_CHARS = 20_000  # a reply's text kept in the conversation
 MAX_ARGUMENT_CHARS = 20_000  # a call's arguments (as JSON) kept and executed
 REFUSED_ARGUMENT_CHARS = 1000  # a refused call's arguments kept in the conversation

@@ -176,6 +176,7 @@ def make_harness(
     reads_images: bool = True,
     max_image_side: int = 1568,
     vision_backend: Any = None,
+    rng: Any = None,
 ) -> Harness:
     clock = FakeClock()
     bus = Bus()
@@ -198,7 +199,7 @@ def make_harness(
     vision_backend, scene_observer = planner_vision(bus, clock, cfg, backend=vision_backend)
     planner = Planner(bus, clock, cfg, provider, recorder=recorder,
                       caller=caller or InlineCaller(), vision_backend=vision_backend,
-                      scene_observer=scene_observer, router=build_router(cfg.events),
+                      scene_observer=scene_observer, router=build_router(cfg.events), rng=rng,
                       on_agent_idle=lambda: h.idle_calls.append(clock.now()))
     runtime.add("robot", robot.tick)
     runtime.add("executor", lambda dt: executor.tick())

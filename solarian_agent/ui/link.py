@@ -440,6 +440,13 @@ def describe_event(kind: str, data: Mapping[str, Any]) -> str:
             return "conversation reset"
         if kind == "harness_error":
             return f"harness error: {g('error')}"
+        if kind == "planner_model_retry":
+            return (f"planner model failed ({g('error', '')}); call {g('attempt')} of "
+                    f"{g('attempts')} in {float(g('retry_in_s') or 0):.1f} s")
+        if kind == "planner_silent":
+            return f"planner silent: {g('reason', '')} (last error: {g('error', '')})"
+        if kind == "planner_model_ok":
+            return f"planner model answers again (after {g('after_failures')} failed calls)"
     except Exception:  # a malformed record still gets a line
         pass
     rest = {k: v for k, v in d.items() if k not in ("t", "kind")}

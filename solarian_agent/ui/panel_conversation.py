@@ -3,6 +3,9 @@ entries what the operator should see there too, though the planner's list does n
 
 * a tool call the harness refused (``tool_refused``, ``action_refused``, ``target_rejected``),
   where it happened;
+* why the planner is silent: its model failed and is retried after a backoff
+  (``planner_model_retry``), gave up until the next event (``planner_silent``), answers again
+  (``planner_model_ok``);
 * a message the operator sent that the planner has not yet taken in (it is queued in the
   planner's events, or its next state has not arrived), marked ``pending`` at the end until
   the planner's conversation has it.
@@ -20,6 +23,8 @@ from typing import Any
 from .link import describe_event, new_entries
 
 REFUSALS = ("tool_refused", "action_refused", "target_rejected")
+# why the planner says nothing: its model fails (retried with a backoff, then silent)
+PLANNER_NOTES = ("planner_model_retry", "planner_silent", "planner_model_ok")
 
 
 class ConversationView:
@@ -54,8 +59,9 @@ class ConversationView:
             self.timeline.clear()
             self._conv = []
             return True
-        if kind in REFUSALS:
-            self.timeline.append({"role": "system", "note": "refused",
+        if kind in REFUSALS or kind in PLANNER_NOTES:
+            self.timeline.append({"role": "system",
+                                  "note": "refused" if kind in REFUSALS else "planner",
                                   "text": describe_event(kind, data)})
             return True
         return False
@@ -91,4 +97,4 @@ def _overlaps(prev: list[dict[str, Any]], new: list[dict[str, Any]]) -> bool:
     return any(prev[-k:] == new[:k] for k in range(min(len(prev), len(new)), 0, -1))
 
 
-__all__ = ["REFUSALS", "ConversationView"]
+__all__ = ["PLANNER_NOTES", "REFUSALS", "ConversationView"]

@@ -156,3 +156,86 @@ def test_the_plan_queue_never_starts_a_failed_step() -> None:
         q.claim("wait", f"t-{i}")
         q.action_ended(f"t-{i}", outcome, retries=2)
     assert q.steps[0].status == "pending" and q.steps[0].failures == 0
+
+
+# --------------------------------------------------------------------------------------------
+# a failing planner model (issue 22): a few calls per wake, backing off, and the operator told
+# --------------------------------------------------------------------------------------------
+def _failing_harness(n_errors: int = 200, **kw):
+    import random
+
+    from solarian_agent.core import names
+    from solarian_agent.core.transport import QoS
+    from solarian_agent.models.base import ModelError
+
+    h = make_harness([ModelError("server", "HTTP 503: overloaded") for _ in range(n_errors)],
+                     rng=random.Random(7), **kw)
+    h.events = []
+    h.bus.subscribe(names.AGENT_EVENTS, names.T_AGENT_EVENT, callback=h.events.append,
+                    qos=QoS(depth=10_000))
+    h.call_times = []
+    inner = h.provider.complete
+
+    def timed(request, *, timeout_s):
+        h.call_times.append(h.clock.now())
+        return inner(request, timeout_s=timeout_s)
+
+    h.provider.complete = timed
+    return h
+
+
+def test_a_failing_planner_model_is_retried_with_backoff_then_silent_and_says_why():
+    import random
+
+    from solarian_agent.core.planner_turns import PLANNER_BACKOFF
+    from solarian_agent.ui.link import describe_event
+
+    h = _failing_harness()
+    h.say("tidy up")
+    h.runtime.run_for(120.0)
+    # before: called again every control tick, 80 calls in 1.6 s, then budget_exhausted
+    assert len(h.call_times) == 3  # one call and budgets.model_retries_per_wake = 2 retries
+    assert h.planner.status == "running" and h.planner.turn is None
+    gaps = [b - a for a, b in zip(h.call_times, h.call_times[1:], strict=False)]
+    rng = random.Random(7)  # the same jitter as the planner's injected RNG
+    want = [PLANNER_BACKOFF.delay(i, None, rng) for i in range(2)]
+    period = h.runtime.period_s
+    for got, w in zip(gaps, want, strict=True):
+        assert w <= got <= w + 2 * period + 1e-9
+    assert 0.5 <= want[0] <= 1.0 and 1.0 <= want[1] <= 2.0  # exponential, jittered
+    retries = [e.data for e in h.events if e.kind == "planner_model_retry"]
+    assert [r["attempt"] for r in retries] == [2, 3]
+    silent = [e.data for e in h.events if e.kind == "planner_silent"]
+    assert len(silent) == 1 and "HTTP 503" in silent[0]["error"]
+    line = describe_event("planner_silent", silent[0])
+    assert line.startswith("planner silent: the planner model failed 3 times in a row")
+    assert "HTTP 503" in line
+    # the next event wakes it: a few calls again, the failure note delivered once
+    h.say("are you there?")
+    h.runtime.run_for(120.0)
+    assert len(h.call_times) == 6
+    woke = _user(h.provider.calls[3].request)
+    assert woke.count("Your previous call failed (server)") == 1
+
+
+def test_the_planner_answers_again_after_a_failure_and_the_operator_sees_it():
+    import random
+
+    from solarian_agent.models.base import ModelError
+
+    h = make_harness([ModelError("server", "HTTP 503"),
+                      reply("", ("finish_task", {"summary": "ok", "success": True}))],
+                     rng=random.Random(1))
+    events = []
+    from solarian_agent.core import names
+    from solarian_agent.core.transport import QoS
+
+    h.bus.subscribe(names.AGENT_EVENTS, names.T_AGENT_EVENT, callback=events.append,
+                    qos=QoS(depth=1000))
+    h.say("hi")
+    h.runtime.run_for(0.3)
+    assert len(h.provider.calls) == 1  # the retry waits for its backoff (>= 0.5 s)
+    assert h.run_until(lambda: h.planner.status == "succeeded", 3)
+    kinds = [e.kind for e in events]
+    assert "planner_model_retry" in kinds and "planner_model_ok" in kinds
+    assert "planner_silent" not in kinds

@@ -75,6 +75,23 @@ def test_a_refused_tool_call_is_in_the_conversation_where_it_happened():
     assert "e-stop is latched" in conv[2]["text"]
 
 
+def test_why_the_planner_is_silent_is_in_the_conversation_and_not_internal():
+    hub, link = _hub()
+    link.emit("state", _state("running", ({"role": "user", "text": "tidy"},)))
+    hub._process(hub.intake.drain())
+    retry = {"attempt": 2, "attempts": 3, "error": "server: HTTP 503", "retry_in_s": 0.8}
+    silent = {"failures": 3, "error": "server: HTTP 503",
+              "reason": "the planner model failed 3 times in a row; it is called again when "
+                        "the next event wakes it"}
+    hub._process([("event", AgentEvent(T, "planner_model_retry", retry)),
+                  ("event", AgentEvent(T, "planner_silent", silent))])
+    conv = hub.state["conversation"]
+    assert [(m.get("role"), m.get("note")) for m in conv[1:]] == [("system", "planner")] * 2
+    assert conv[1]["text"] == ("planner model failed (server: HTTP 503); call 2 of 3 in 0.8 s")
+    assert conv[2]["text"].startswith("planner silent: the planner model failed 3 times")
+    assert not is_internal("planner_silent") and not is_internal("planner_model_retry")
+
+
 def test_a_message_not_yet_seen_is_pending_until_the_planner_has_it():
     hub, link = _hub()
     link.emit("state", _state("idle"))

@@ -47,29 +47,30 @@ class Row:
     lang: str = "en"
 
 
-I, Q, P = "interrupt", "queue", "parallel"
+INT, Q, P = "interrupt", "queue", "parallel"
 TABLE: tuple[Row, ...] = (
     # stops of everything
-    Row("stop!", I, ALL), Row("stop", I, ALL), Row("please stop now", I, ALL),
-    Row("Cancel", I, ALL), Row("halt, halt!", I, ALL), Row("enough, that's enough", I, ALL),
-    Row("Stop! I said it wrong", I, ALL),
+    Row("stop!", INT, ALL), Row("stop", INT, ALL), Row("please stop now", INT, ALL),
+    Row("Cancel", INT, ALL), Row("halt, halt!", INT, ALL), Row("enough, that's enough", INT, ALL),
+    Row("Stop! I said it wrong", INT, ALL),
     # negated, deferred and errand "stops": nothing stops
     Row("don't stop now, keep going", Q), Row("don't stop believing, put the cup on the tray", Q),
     Row("no need to stop, you're doing fine", Q), Row("Stop by the bin after the cup", Q),
     Row("stop once the cup is on the tray", Q),
     Row("when you're done with the cup, stop", Q),
     # scoped stops
-    Row("cancel the paper pick but keep the cup", I, ("a1",)),
-    Row("stop picking the paper", I, ("a1",)),
-    Row("stop the cup, leave the paper alone", I, ("a2",)),
-    Row("stop everything except the cup", I, ("a1", "a3")),
-    Row("cancel the wait", I, ("a3",)),
+    Row("cancel the paper pick but keep the cup", INT, ("a1",)),
+    Row("stop picking the paper", INT, ("a1",)),
+    Row("stop the cup, leave the paper alone", INT, ("a2",)),
+    Row("stop everything except the cup", INT, ("a1", "a3")),
+    Row("cancel the wait", INT, ("a3",)),
     # safety warnings
-    Row("Watch out, a person is reaching in!", I, ALL),
-    Row("Careful! There's a hand in there", I, ALL), Row("look out!", I, ALL),
+    Row("Watch out, a person is reaching in!", INT, ALL),
+    Row("Careful! There's a hand in there", INT, ALL), Row("look out!", INT, ALL),
     # waits and corrections: interrupt, nothing stops
-    Row("wait", I), Row("Wait, first check tomorrow's weather", I), Row("hold on a second", I),
-    Row("No, the other cup", I), Row("actually, use the blue bin instead", I),
+    Row("wait", INT), Row("Wait, first check tomorrow's weather", INT),
+    Row("hold on a second", INT),
+    Row("No, the other cup", INT), Row("actually, use the blue bin instead", INT),
     # side questions
     Row("what time is it?", P), Row("how are you today?", P),
     Row("how far along is the pick?", P), Row("where is the cup now?", P),
@@ -80,15 +81,15 @@ TABLE: tuple[Row, ...] = (
     Row("Can you put the cup on the tray?", Q), Row("Be careful with the cup, it's fragile", Q),
     Row("nobody is reaching in, carry on", Q),
     # Hungarian
-    Row("Azonnal állj le!", I, ALL, "hu"), Row("állj", I, ALL, "hu"),
-    Row("Állj meg!", I, ALL, "hu"), Row("Mégse", I, ALL, "hu"),
-    Row("Hagyd abba!", I, ALL, "hu"), Row("Stop! Rosszul mondtam", I, ALL, "hu"),
+    Row("Azonnal állj le!", INT, ALL, "hu"), Row("állj", INT, ALL, "hu"),
+    Row("Állj meg!", INT, ALL, "hu"), Row("Mégse", INT, ALL, "hu"),
+    Row("Hagyd abba!", INT, ALL, "hu"), Row("Stop! Rosszul mondtam", INT, ALL, "hu"),
     Row("ne állj meg, folytasd", Q, NONE, "hu"), Row("nem kell megállni", Q, NONE, "hu"),
     Row("ha végeztél a pohárral, állj meg", Q, NONE, "hu"),
-    Row("állítsd le a papír felvételét, de a poharat hagyd", I, ("a1",), "hu"),
-    Row("Vigyázz, valaki benyúl!", I, ALL, "hu"),
-    Row("várj", I, NONE, "hu"), Row("Várj egy pillanatot!", I, NONE, "hu"),
-    Row("Nem, a másik poharat", I, NONE, "hu"),
+    Row("állítsd le a papír felvételét, de a poharat hagyd", INT, ("a1",), "hu"),
+    Row("Vigyázz, valaki benyúl!", INT, ALL, "hu"),
+    Row("várj", INT, NONE, "hu"), Row("Várj egy pillanatot!", INT, NONE, "hu"),
+    Row("Nem, a másik poharat", INT, NONE, "hu"),
     Row("Hány óra van?", P, NONE, "hu"), Row("Milyen idő lesz ma?", P, NONE, "hu"),
     Row("Hol tartasz?", P, NONE, "hu"), Row("Mit csinálsz most?", P, NONE, "hu"),
     Row("Küldd el a jelentést kínaiul", Q, NONE, "hu"),

@@ -10,16 +10,16 @@ from __future__ import annotations
 import concurrent.futures as cf
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..models.base import Message, ModelError, ModelReply, ModelRequest
-from . import names
+from ..models.base import Message, ModelError, ModelReply
+from . import names, planner_side
+from .attention import AttentionEpisode
 from .events import Event
 from .messages import MonitorVerdict, SkillFeedback
 from .planner_tools import ACTIVE_STATUSES, STOP_WAIT_S, ActionInfo, PendingStart, tool_msg
 from .routing import (
-    PARALLEL_SYSTEM,
     NewsItem,
     RouteContext,
     RouteDecision,
@@ -31,7 +31,7 @@ from .routing import (
     placeholder_running,
     replace_progress,
 )
-from .text import OPERATOR, OPERATOR_CAP, clean_reply, one_line, quote
+from .text import OPERATOR, clean_reply, one_line, quote
 from .transport import GoalStatus
 
 if TYPE_CHECKING:
@@ -44,10 +44,14 @@ class SideCall:
 
     kind: str  # router | parallel
     event: Event
-    future: cf.Future[ModelReply]
+    future: cf.Future[ModelReply] | None
     started_at: float
     wall_start: float
     entry: dict[str, Any] | None = None  # the conversation entry of a parallel question
+    # a parallel side session: its messages so far, model calls made, attention episode
+    messages: list[Message] = field(default_factory=list)
+    rounds: int = 0
+    episode: AttentionEpisode | None = None
 
 
 class EventRouting:
@@ -98,7 +102,7 @@ class EventRouting:
                          stop=d.stop, stop_actions=d.as_dict()["stop_actions"], seq=ev.seq)
         if (d.urgency == "parallel" and ev.kind == "message" and self.p.config.events.parallel
                 and self.p.status == "running"):
-            self.ask_parallel(ev)
+            planner_side.ask(self, ev)
             return
         if d.urgency == "interrupt":
             self.interrupt(ev, d)
@@ -284,6 +288,9 @@ class EventRouting:
         for sc in list(self.side):
             limit = (self.p.router.timeout_s if sc.kind == "router"
                      else self.p.config.planner.timeout_s) + 5.0
+            if sc.future is None:
+                self.side.remove(sc)
+                continue
             if not sc.future.done():
                 if now - sc.started_at <= limit:
                     continue
@@ -322,10 +329,12 @@ class EventRouting:
                                                            sc.event))
             return
         question = sc.event.content
-        answer = reply.text.strip()[:2000] if reply is not None else ""
         if reply is not None:
             for k, v in reply.usage.as_dict().items():
                 self.p.usage_total[k] = self.p.usage_total.get(k, 0) + v
+            if planner_side.carry_on(self, sc, reply):
+                return  # it asked for read-only tools: answered, and called again
+        answer = reply.text.strip()[:2000] if reply is not None else ""
         if not answer:
             why = (f"{error.kind}: {error.message}" if isinstance(error, ModelError)
                    else f"{type(error).__name__}: {error}" if error is not None
@@ -344,26 +353,6 @@ class EventRouting:
             # joins the main trajectory with the next delivery; it wakes nothing
             self.p.news.append(NewsItem(parallel_note(question, answer), "parallel answer",
                                         str(sc.event.context.get("by") or "user")))
-        self.p.publish_state()
-
-    def ask_parallel(self, ev: Event) -> None:
-        """Answer an independent quick question in its own model call (same provider, a short
-        prompt, no tools) while the main task carries on undisturbed."""
-        entry = {"role": "user", "text": ev.content, "by": ev.context.get("by")}
-        self.p.conversation.append(entry)
-        now = self.p.clock.now()
-        running = ", ".join(f"{a.action_id} {a.tool} ({now - a.started_at:.1f} s)"
-                            for a in self.p.actions.values()) or "nothing"
-        text = (f"Now: {self.p.clock.wall()} (UTC)\n"
-                f"Main task: {quote(OPERATOR, self.p.task or '-', OPERATOR_CAP)}\n"
-                f"Running: {running}\n\nQuestion: {quote(OPERATOR, ev.content, OPERATOR_CAP)}")
-        req = ModelRequest(PARALLEL_SYSTEM, (Message.user(text),), (),
-                           min(512, self.p.config.planner.max_tokens), purpose="planner")
-        provider, timeout = self.p.provider, self.p.config.planner.timeout_s
-        self.p.log_event("parallel_question", question=ev.content)
-        fut = self.p.caller.submit(
-            lambda: clean_reply(provider.complete(req, timeout_s=timeout)))
-        self.side.append(SideCall("parallel", ev, fut, now, time.monotonic(), entry))
         self.p.publish_state()
 
     def handle_timer(self, ev: Event) -> None:

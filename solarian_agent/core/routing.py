@@ -279,7 +279,8 @@ class Router:
         body = {"event": {"source": ev.source, "channel": ev.channel, "kind": ev.kind,
                           "content": ev.content[:2000]},
                 "task": ctx.task[:500],
-                "running": [a.as_dict() for a in ctx.actions] or list(ctx.running),
+                "running": ([a.as_dict() for a in ctx.actions] if ctx.actions
+                            else list(ctx.running)),
                 "busy": ctx.busy}
         return ModelRequest(ROUTER_SYSTEM, (Message.user(json.dumps(body, ensure_ascii=False)),),
                             (), self.max_tokens, response_schema=ROUTE_SCHEMA,
@@ -412,9 +413,10 @@ def placeholder_cancelled(tool: str, task_id: str, who: str) -> str:
 # parallel answers ----------------------------------------------------------------------------
 PARALLEL_SYSTEM = """\
 You are the voice of a robot that is busy with a task. The user asked a quick side question.
-Answer it briefly and directly from what you are given; you have no tools and the task goes
-on without you. If answering needs the robot to look or act, say that it will be handled by
-the main task.
+Answer it briefly and directly. You may call the read-only tools you are offered (a task's
+status, fresh images, a description of the scene) when the answer needs them; you cannot
+start, stop or change anything, and the task goes on without you. If the question asks the
+robot to act, say that the main task will handle it.
 """
 
 

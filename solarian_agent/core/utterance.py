@@ -164,13 +164,14 @@ QUESTION_WORDS = ("what", "what's", "how", "how's", "where", "where's", "when", 
 REQUESTS = ("can you", "could you", "would you", "will you", "please", "can i ask you to",
             "tudnad", "tudnal", "lennel", "kerlek")
 # words that name no particular action: a stop of "it" / "everything" / "the arm" stops all
-GENERIC = frozenset(
-    "the a an it that this these those one ones now right away please immediately at once "
-    "everything all of to with your you current currently task tasks action actions job "
-    "move motion movement moving robot arm thing things whatever doing are is what so just "
-    "stuff work working running going me my for on in there here".split()
-    + "az a egy ezt azt most azonnal le meg mindent mindet minden es is kerlek te "
-      "feladat feladatot mozgast mozgas robot kart kar munkat itt ott mar rogton".split())
+_GENERIC_EN = ("the a an it that this these those one ones now right away please immediately "
+               "at once everything all of to with your you current currently task tasks "
+               "action actions job move motion movement moving robot arm thing things "
+               "whatever doing are is what so just stuff work working running going me my for "
+               "on in there here")
+_GENERIC_HU = ("az a egy ezt azt most azonnal le meg mindent mindet minden es is kerlek te "
+               "feladat feladatot mozgast mozgas robot kart kar munkat itt ott mar rogton")
+GENERIC = frozenset(_GENERIC_EN.split() + _GENERIC_HU.split())
 
 # canonical words: the lexicon maps a word (accent-folded, by prefix) to one name
 LEXICON: dict[str, tuple[str, ...]] = {
@@ -237,8 +238,8 @@ def _deferred(words: Sequence[str], at: int, end: int) -> bool:
 
 
 def _stop_in(words: Sequence[str]) -> tuple[str, int] | None:
-    """("stop" | "negated" | "later" | "asked" | "other", end of the verb) when the clause has a stop verb; None
-    when it has none."""
+    """("stop" | "negated" | "later" | "asked" | "other", end of the verb) when the clause
+    has a stop verb; None when it has none."""
     start, end = _first(words, STOP_PHRASES)
     if start < 0:
         return None

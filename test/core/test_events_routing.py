@@ -284,7 +284,8 @@ def test_time_question_answered_in_parallel_while_skill_keeps_running():
     assert h.run_until(lambda: any(c.get("parallel") for c in h.planner.conversation), 0.2)
     assert h.clock.now() - asked_at <= 0.11  # answered at once: within two control ticks
     side = h.provider.calls[1].request
-    assert side.system == PARALLEL_SYSTEM and side.tools == ()
+    assert side.system == PARALLEL_SYSTEM
+    assert {t.name for t in side.tools} == {"task_status", "observe"}  # read-only ones only
     assert "Now: " in side.messages[0].text() and "what time is it?" in side.messages[0].text()
     assert h.planner.conversation[-1] == {"role": "agent", "text": "It is 2026-09-22 13:20 UTC.",
                                           "parallel": True}
@@ -299,6 +300,66 @@ def test_time_question_answered_in_parallel_while_skill_keeps_running():
     assert ('[answered in parallel] Q: ⟦operator: "what time is it?"⟧ A: ⟦parallel answer: '
             '"It is 2026-09-22 13:20 UTC."⟧' in woke)
     assert "analysis done" in woke
+
+
+def test_side_answer_uses_read_only_tools_and_the_main_task_is_undisturbed():
+    def side_first(req):
+        aid = re.search(r"Running: (a\d+)", req.messages[0].text()).group(1)
+        return reply("", ("task_status", {"task_id": aid}), ("observe", {}))
+
+    def side_second(req):
+        status, images = tool_results(req)[-2:]
+        assert "state running" in status and "progress" in status
+        assert "fresh images" in images
+        assert any(getattr(p, "observation_id", "") for m in req.messages for p in m.content)
+        return reply("The analysis is about 20% done.")
+
+    h = harness([reply("", ("progress", {"rate": 10, "label": "analysis"})), side_first,
+                 side_second,
+                 reply("", ("finish_task", {"summary": "done", "success": True}))], config=FAST)
+    h.say("run the analysis")
+    assert h.run_until(lambda: h.planner.actions, 2)
+    h.runtime.run_for(2.0)
+    h.say("how far along is it?")
+    assert h.run_until(lambda: any(c.get("parallel") for c in h.planner.conversation), 0.5)
+    assert h.planner.conversation[-1]["text"] == "The analysis is about 20% done."
+    assert logged(h, "parallel_tools")[0]["tools"] == ["task_status", "observe"]
+    assert h.planner.turns == 1 and h.executor.running
+    assert h.run_until(lambda: h.planner.status == "succeeded", 15)
+
+
+def test_a_side_session_that_tries_to_start_or_stop_a_skill_is_refused():
+    def side_first(req):
+        aid = re.search(r"Running: (a\d+)", req.messages[0].text()).group(1)
+        return reply("", ("wait", {"seconds": 1}), ("cancel_task", {"task_id": aid}),
+                     ("stop_action", {"action_id": aid}), ("update_plan", {"steps": []}))
+
+    def side_second(req):
+        results = tool_results(req)[-4:]
+        assert all(r.startswith("refused:") and "read-only" in r for r in results)
+        return reply("", ("set_timer", {"seconds": 1}))
+
+    def side_last(req):
+        assert req.tools == ()  # the last round of a side session offers no tools
+        return reply("I cannot do that from here; the main task will handle it.")
+
+    h = harness([reply("", ("progress", {"rate": 10, "label": "analysis"})), side_first,
+                 side_second, side_last,
+                 reply("", ("finish_task", {"summary": "done", "success": True}))], config=FAST)
+    h.say("run the analysis")
+    assert h.run_until(lambda: h.planner.actions, 2)
+    aid = next(iter(h.planner.actions))
+    h.runtime.run_for(1.0)
+    h.say("what time is it?")
+    assert h.run_until(lambda: any(c.get("parallel") for c in h.planner.conversation), 0.5)
+    refused = [e["tool"] for e in logged(h, "parallel_tool_refused")]
+    assert refused == ["wait", "cancel_task", "stop_action", "update_plan", "set_timer"]
+    # nothing started, nothing stopped, the plan untouched: the main task goes on
+    assert [e["skill"] for e in logged(h, "skill_started")] == ["progress"]
+    assert not logged(h, "stop_action") and not logged(h, "plan_changed")
+    assert list(h.planner.actions) == [aid] and h.executor.running
+    assert len(h.planner.timers) == 0 and h.planner.turns == 1
+    assert h.run_until(lambda: h.planner.status == "succeeded", 15)
 
 
 # --------------------------------------------------------------------------------------------

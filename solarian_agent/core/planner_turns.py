@@ -9,6 +9,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import dataclasses
 import json
+import random
 import re
 import time
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,6 @@ from ..models.base import (
     TextPart,
     ToolCall,
 )
-from ..models.retry import RetryPolicy
 from .attention import AttentionEpisode
 from .episode_log import EpisodeLog
 from .errors import ToolCallRejected
@@ -247,8 +247,7 @@ class TurnCycle:
         n, limit = self.model_failures, self.p.config.budgets.model_retries_per_wake
         why = f"{error.kind}: {one_line(error.message, 200)}"
         if n <= limit:
-            delay = PLANNER_BACKOFF.delay(n - 1, None, self.p.rng)
-            assert delay is not None
+            delay = backoff_delay(n - 1, self.p.rng)
             self.retry_at = self.p.clock.now() + delay
             self.p.log_event("planner_model_retry", attempt=n + 1, attempts=limit + 1,
                              error=why, retry_in_s=round(delay, 3))
@@ -365,9 +364,15 @@ class TurnCycle:
                     break
 
 
-# the planner's own retry of a failed call (the provider has retried its attempts already):
-# 1 s, 2 s, 4 s ... (at most 30 s), each scaled by a random factor in [0.5, 1]
-PLANNER_BACKOFF = RetryPolicy(base_delay_s=1.0, max_delay_s=30.0, jitter=0.5)
+# the planner's own retry of a failed call (an HTTP provider has retried its attempts
+# already): 1 s, 2 s, 4 s ... (at most 30 s), each scaled by a random factor in [0.5, 1]
+BACKOFF_BASE_S, BACKOFF_MAX_S, BACKOFF_JITTER = 1.0, 30.0, 0.5
+
+
+def backoff_delay(retry_index: int, rng: random.Random) -> float:
+    """Seconds before retry ``retry_index`` (0-based) of a failed planner call."""
+    d = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2.0 ** min(retry_index, 30))
+    return d * (1.0 - BACKOFF_JITTER * rng.random())
 MAX_REPLY_CHARS = 20_000  # a reply's text kept in the conversation
 MAX_ARGUMENT_CHARS = 20_000  # a call's arguments (as JSON) kept and executed
 REFUSED_ARGUMENT_CHARS = 1000  # a refused call's arguments kept in the conversation

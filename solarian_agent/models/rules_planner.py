@@ -91,6 +91,10 @@ class RulesPlanner:
     # -- the provider interface --------------------------------------------------------------
     def complete(self, request: ModelRequest, *, timeout_s: float) -> ModelReply:
         self.calls += 1
+        from ..core.routing import PARALLEL_SYSTEM
+
+        if request.system == PARALLEL_SYSTEM:
+            return self._side_answer(request)
         calls = self._decide(RequestState(request, self.camera, self.wrist_camera))
         tool_calls = tuple(ToolCall(f"rules_{self.calls}_{i}", n, a)
                            for i, (n, a, _) in enumerate(calls))
@@ -98,6 +102,17 @@ class RulesPlanner:
         return ModelReply(text=f"[rules planner] {self.strategy}: {text}",
                           tool_calls=tool_calls, usage=Usage(0, 0), model=self.model,
                           stop_reason="tool_use" if calls else "end_turn")
+
+    def _side_answer(self, request: ModelRequest) -> ModelReply:
+        """A side question (a parallel answer): the offline planner reads no questions; it
+        says the time and what runs, from the request, and calls no tool."""
+        first = request.messages[0].text() if request.messages else ""
+        lines = {k: v.strip() for k, _, v in (ln.partition(":") for ln in first.splitlines())
+                 if v}
+        text = (f"[rules planner] I answer no side questions offline. Now: "
+                f"{lines.get('Now', '?')}; running: {lines.get('Running', 'nothing')}.")
+        return ModelReply(text=text, tool_calls=(), usage=Usage(0, 0), model=self.model,
+                          stop_reason="end_turn")
 
     # -- decisions ---------------------------------------------------------------------------
     def _decide(self, st: RequestState) -> list[Call]:

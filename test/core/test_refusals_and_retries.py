@@ -187,7 +187,7 @@ def _failing_harness(n_errors: int = 200, **kw):
 def test_a_failing_planner_model_is_retried_with_backoff_then_silent_and_says_why():
     import random
 
-    from solarian_agent.core.planner_turns import PLANNER_BACKOFF
+    from solarian_agent.core.planner_turns import backoff_delay
     from solarian_agent.ui.link import describe_event
 
     h = _failing_harness()
@@ -198,7 +198,7 @@ def test_a_failing_planner_model_is_retried_with_backoff_then_silent_and_says_wh
     assert h.planner.status == "running" and h.planner.turn is None
     gaps = [b - a for a, b in zip(h.call_times, h.call_times[1:], strict=False)]
     rng = random.Random(7)  # the same jitter as the planner's injected RNG
-    want = [PLANNER_BACKOFF.delay(i, None, rng) for i in range(2)]
+    want = [backoff_delay(i, rng) for i in range(2)]
     period = h.runtime.period_s
     for got, w in zip(gaps, want, strict=True):
         assert w <= got <= w + 2 * period + 1e-9

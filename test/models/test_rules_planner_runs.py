@@ -19,3 +19,17 @@ def test_the_newest_task_is_planned_not_an_earlier_runs():
     second = planner.complete(req, timeout_s=1)
     assert [c.name for c in second.tool_calls] != ["ask_user"], second
     assert second.tool_calls[0].name == "observe"  # no image yet: it looks first
+
+
+def test_rules_planner_answers_a_side_question_without_tools():
+    from solarian_agent.core.routing import PARALLEL_SYSTEM
+    from solarian_agent.models.base import Message, ModelRequest
+    from solarian_agent.models.rules_planner import RulesPlanner
+
+    req = ModelRequest(PARALLEL_SYSTEM, (Message.user(
+        "Now: 2026-12-02T07:00:00Z (UTC)\nMain task: ⟦operator: \"tidy up\"⟧\n"
+        "Running: a4 pick_object (1.2 s)\n\nQuestion: ⟦operator: \"what time is it?\"⟧"),),
+        (), 200)
+    out = RulesPlanner().complete(req, timeout_s=1.0)
+    assert out.tool_calls == ()
+    assert "2026-12-02T07:00:00Z" in out.text and "a4 pick_object" in out.text

@@ -226,8 +226,9 @@ def _names(words: Sequence[str]) -> tuple[str, ...]:
 
 
 def _negated(words: Sequence[str], at: int) -> bool:
-    """A negation within the three words before position ``at``."""
-    window = list(words[max(0, at - 3):at])
+    """A negation within the five words before position ``at`` ("I don't want you to
+    stop")."""
+    window = list(words[max(0, at - 5):at])
     return any(_has(window, n) >= 0 for n in NEGATIONS)
 
 

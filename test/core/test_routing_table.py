@@ -86,6 +86,11 @@ def test_bench_lists_the_routing_suite():
     ("hagyd abba a pohár lerakását", "interrupt", True),
     ("mit látsz?", "parallel", False),
     ("utána állj meg", "queue", False),
+    ("I don't want you to stop", "queue", False),
+    ("Why did you stop?", "parallel", False),
+    ("Can you stop the paper pick?", "interrupt", True),
+    ("put the cup in the bin and then stop", "queue", False),
+    ("Ne hagyd abba!", "queue", False),
 ])
 def test_more_wordings(text, urgency, stop):
     r = read_message(text)
@@ -238,3 +243,18 @@ def test_router_model_failure_over_http_falls_back_to_the_rules(failure, why):
         assert "the rules decided" in route["reason"]
         assert route["stop_actions"] == [paper]
         assert len(server.requests) == 1  # max_retries 0: one request
+
+
+def test_odd_input_reads_as_a_routine_addition_and_never_raises():
+    import random
+
+    rng = random.Random(3)
+    alphabet = "abc állj stop ne !?,.'’\n\t😀ő" + "x" * 5
+    texts = ["", "?!", "   ", ",,,", "a" * 5000, "😀😀", "'", "stop" * 300]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 80)))
+              for _ in range(300)]
+    for t in texts:
+        r = read_message(t)
+        assert r.urgency in ("interrupt", "queue", "parallel") and r.reason
+    for t in ("", "?!", "   ", "😀😀"):
+        assert read_message(t).urgency != "interrupt"

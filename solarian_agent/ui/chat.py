@@ -54,6 +54,7 @@ COMMANDS = ("/cancel", "/reset", "/pause", "/resume", "/takeover", "/state", "/s
             "/events", "/estop", "/estop-reset", "/help", "/quit", "/exit", "/q")
 RESUME_TEXT = "resume"
 ENDED = ("succeeded", "failed", "cancelled", "budget_exhausted")
+ALWAYS_SHOWN = ("planner_silent", "planner_model_ok")
 
 DIM, BOLD, OP, ALERT, RESET = "\033[2m", "\033[1m", "\033[35m", "\033[1;41;97m", "\033[0m"
 
@@ -110,6 +111,9 @@ class ChatSession:
         self.state_changed.set()
 
     def _on_event(self, ev: AgentEvent) -> None:
+        if ev.kind in ALWAYS_SHOWN:  # why the agent says nothing: shown with event lines off
+            self.emit(self._style(for_terminal(describe_event(ev.kind, dict(ev.data))), BOLD))
+            return
         if not self.show_events or (is_internal(ev.kind) and not self.show_internal):
             return
         t = ev.t.split("T")[-1].rstrip("Z") if "T" in ev.t else ev.t

@@ -217,3 +217,23 @@ def test_chat_estop_when_nothing_serves_it():
     text = out.text()
     assert "/estop failed: e-stop unavailable: nothing serves 'estop'" in text
     assert "/estop-reset failed: e-stop unavailable: nothing serves 'estop_reset'" in text
+
+
+def test_a_silent_planner_is_explained_even_with_event_lines_off():
+    from solarian_agent.core.messages import AgentEvent
+
+    link = ChatLink()
+    out = LockedIO()
+    s = ChatSession(link, out, show_events=False)  # type: ignore[arg-type]
+    s.start()
+    link.cbs["event"](AgentEvent("2026-01-01T00:00:00.000Z", "planner_silent", {
+        "failures": 3, "error": "server: HTTP 503 overloaded",
+        "reason": "the planner model failed 3 times in a row; it is called again when the "
+                  "next event wakes it"}))
+    link.cbs["event"](AgentEvent("2026-01-01T00:00:01.000Z", "planner_model_ok",
+                                 {"after_failures": 3}))
+    s.close()
+    text = out.text()
+    assert "planner silent: the planner model failed 3 times in a row" in text
+    assert "HTTP 503 overloaded" in text
+    assert "planner model answers again (after 3 failed calls)" in text

@@ -17,7 +17,8 @@ operator's message, by its meaning (:mod:`.utterance`: negation, scope, urgency 
 English and Hungarian, safety warnings).  A stop names the running actions it stops
 (``stop_actions``; None: every one).  With a router model configured, operator messages (and
 events no rule covers) go to it (a typed-JSON request); when it fails (an error, a timeout, an
-answer that does not parse) the rules decide.  A safety warning never waits for the model.
+answer that does not parse) the rules decide.  A safety warning or a stop of everything never
+waits for the model.
 Each decision carries its reason and who decided (``rule``, ``model``, ``fallback``,
 ``default``); the planner logs every one as a ``route`` event.  The regular-expression router
 this replaced (``REGEX_RULES``, ``Router(meaning=False)``) is kept as the benchmark's
@@ -222,6 +223,12 @@ def _is_message(ev: Event) -> bool:
     return ev.source == "user" and ev.kind == "message"
 
 
+def _at_once(r: Reading) -> bool:
+    """A safety warning or a stop of everything never waits for the router model: the arm
+    stops at once (a stop read where none was meant is the safe mistake)."""
+    return r.rule == "user_safety" or (r.stop and not r.targets and not r.keep)
+
+
 class Router:
     """System events by the rule table; an operator's message by its meaning; with a router
     model, the model decides messages (and events no rule covers) and the rules stand in when
@@ -243,8 +250,8 @@ class Router:
                                  "rule", "idle")
         if self.meaning and _is_message(ev):
             reading = read_message(ev.content)
-            if self.model is not None and reading.rule != "user_safety":
-                return None  # a safety warning never waits for a model
+            if self.model is not None and not _at_once(reading):
+                return None
             return self.decide(reading, ctx)
         for rule in self.rules:
             if rule.matches(ev):

@@ -170,7 +170,8 @@ def test_router_model_decides_messages_and_failures_fall_back_to_the_rules():
     r = Router(model=model)
     tool_result = Event("skills", "action", "succeeded", {}, "queue", "action_ended")
     assert r.route(tool_result, BUSY).by == "rule"  # a system event: the rules, no model call
-    assert r.route(msg("stop"), BUSY) is None  # a message: the model decides by meaning
+    assert r.route(msg("stop"), BUSY).by == "rule"  # a stop of everything: at once
+    assert r.route(msg("don't stop, keep going"), BUSY) is None  # the model decides
     ev = msg("tell me a joke")
     assert r.route(ev, BUSY) is None
     req = r.request(ev, BUSY)
@@ -178,9 +179,9 @@ def test_router_model_decides_messages_and_failures_fall_back_to_the_rules():
     d = r.parse(model.complete(req, timeout_s=1), None, BUSY, ev)
     assert (d.urgency, d.by, d.reason) == ("parallel", "model", "small talk")
     for _ in range(2):
-        d = r.parse(model.complete(req, timeout_s=1), None, BUSY, msg("stop"))
-        # the rules decide in the model's place: "stop" is still a stop
-        assert (d.urgency, d.by, d.stop) == ("interrupt", "fallback", True)
+        d = r.parse(model.complete(req, timeout_s=1), None, BUSY, msg("No, the other cup"))
+        # the rules decide in the model's place: a correction still interrupts
+        assert (d.urgency, d.by, d.stop) == ("interrupt", "fallback", False)
         assert "answered badly" in d.reason and "the rules decided" in d.reason
     with pytest.raises(ModelError) as e:
         model.complete(req, timeout_s=1)

@@ -165,14 +165,19 @@ def test_the_issue_defects_without_the_fix_stop_everything():
 # --------------------------------------------------------------------------------------------
 # with a router model: the same cases go to it; its failure falls back to the rules
 # --------------------------------------------------------------------------------------------
-def test_with_a_router_model_messages_go_to_it_except_safety_warnings():
+def test_with_a_router_model_messages_go_to_it_except_stops_of_everything():
     r = Router(model=ScriptedProvider([]))
+    at_once = []
     for row in bench.TABLE:
         d = r.route(bench.message(row.text), bench.CONTEXT)
-        if read_message(row.text).rule == "user_safety":
-            assert d is not None and d.stop and d.stop_actions is None  # never waits
+        if row.kind == "interrupt" and set(row.stops) == set(bench.ALL):
+            # a safety warning or a stop of everything never waits for a model
+            assert d is not None and d.stop and d.stop_actions is None, row.text
+            at_once.append(row.text)
         else:
-            assert d is None, row.text  # the model decides
+            assert d is None, row.text  # the model decides: scoped stops, negations, ...
+    assert "Watch out, a person is reaching in!" in at_once and "Azonnal állj le!" in at_once
+    assert len(at_once) < len(bench.TABLE) / 2
     req = r.request(bench.message("cancel the paper pick"), bench.CONTEXT)
     body = json.loads(req.messages[0].text())
     assert body["running"][0] == {"action_id": "a1", "tool": "pick_object",

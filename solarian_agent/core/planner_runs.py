@@ -153,6 +153,7 @@ class RunControl:
         self.p.turn = None
         self.p.continue_turn = False
         self.p.wake_reasons.clear()
+        self.p.cycle.model_answered(quiet=True)  # a backoff or silence ends with the run
         self.p.log_event("run_ended", status=status, summary=summary, usage=self.p.usage_total,
                          turns=self.p.turns,
                          duration_s=round(self.p.clock.now() - self.p.run_started_at, 3))

@@ -262,8 +262,9 @@ class TurnCycle:
                        "flag); /cancel ends the run")
         self.p.publish_state()
 
-    def model_answered(self) -> None:
-        if self.silent or self.model_failures:
+    def model_answered(self, quiet: bool = False) -> None:
+        """The model answered (or, ``quiet``, the run ended): no backoff, no silence."""
+        if (self.silent or self.model_failures) and not quiet:
             self.p.log_event("planner_model_ok", after_failures=self.model_failures)
         self.model_failures, self.retry_at, self.silent = 0, None, False
 

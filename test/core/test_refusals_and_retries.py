@@ -239,3 +239,20 @@ def test_the_planner_answers_again_after_a_failure_and_the_operator_sees_it():
     kinds = [e.kind for e in events]
     assert "planner_model_retry" in kinds and "planner_model_ok" in kinds
     assert "planner_silent" not in kinds
+
+
+def test_a_backoff_ends_with_the_run():
+    h = _failing_harness(n_errors=1)
+    from solarian_agent.models.scripted import reply as r
+
+    h.provider.add(r("", ("finish_task", {"summary": "ok", "success": True})))
+    h.say("tidy up")
+    h.runtime.run_for(0.1)
+    assert len(h.call_times) == 1 and h.planner.cycle.retry_at is not None
+    h.say("/cancel")
+    h.runtime.run_for(0.1)
+    assert h.planner.status == "cancelled" and h.planner.cycle.retry_at is None
+    t0 = h.clock.now()
+    h.say("again")
+    assert h.run_until(lambda: h.planner.status == "succeeded", 2)
+    assert h.call_times[-1] - t0 <= 2 * h.runtime.period_s + 1e-9  # no stale backoff

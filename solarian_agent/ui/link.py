@@ -94,7 +94,7 @@ INTERNAL_KINDS = frozenset({
     "route", "event_held", "interrupt", "generation_advanced", "monitor_tick", "monitor_frame",
     "service_started", "service_stopped", "planner_reply_discarded", "tool_placeholder",
     "task_progress", "skill_started", "skill_stop", "skill_ended", "timer_set",
-    "timer_cancelled", "episode_started", "episode_ended"})
+    "timer_cancelled", "episode_started", "episode_ended", "parallel_tools"})
 
 
 def is_internal(kind: str) -> bool:
@@ -426,6 +426,11 @@ def describe_event(kind: str, data: Mapping[str, Any]) -> str:
             return f"side question: {g('question', '')}"
         if kind == "parallel_answer":
             return f"side answer: {g('answer', '')}"
+        if kind == "parallel_tools":
+            return f"side question uses {', '.join(g('tools') or [])}: {g('question', '')}"
+        if kind == "parallel_tool_refused":
+            return (f"side answer refused {g('tool', '')}: it is read-only (never starts or "
+                    "stops a skill)")
         if kind in ("timer_set", "timer_fired", "timer_cancelled"):
             return f"{kind.replace('_', ' ')} {g('timer_id', '')} {g('note', '')}".strip()
         if kind == "planner_reply_discarded":

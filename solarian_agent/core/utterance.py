@@ -94,13 +94,15 @@ def _first(words: Sequence[str], phrases: Iterable[str]) -> tuple[int, int]:
 
 # vocabulary (accent-folded) ------------------------------------------------------------------
 STOP_PHRASES = (
-    "stop", "stop it", "halt", "cancel", "abort", "freeze", "quit", "enough", "never mind",
-    "forget it", "hold it", "emergency", "kill it", "call it off", "drop it", "cut it out",
-    "give up", "e stop", "estop",
+    "stop", "stop it", "halt", "cancel", "abort", "freeze", "quit", "never mind",
+    "forget it", "emergency", "kill it", "call it off", "cut it out", "give up", "estop",
+    "that's enough", "thats enough", "enough already", "enough now",
     "allj", "alljon", "allj meg", "allj le", "allitsd le", "allitsd meg", "allitsa le",
-    "alljatok", "hagyd abba", "hagyja abba", "abbahagy*", "megse", "eleg", "leall*",
-    "megall*", "felejtsd el", "veszleall*",
+    "alljatok", "hagyd abba", "hagyja abba", "abbahagy*", "megse", "leall*",
+    "megall*", "felejtsd el", "veszleall*", "eleg lesz", "eleg volt", "eleg mar", "ebbol eleg",
 )
+# "enough" / "elég" stop only on their own ("enough!"); "elég nehéz" is "quite heavy"
+STOP_ALONE = ("enough", "eleg")
 # a "stop" that is not one: an errand ("stop by the bin") or a verb of something else
 ERRANDS = ("stop by", "stop off", "stop over", "stop at", "stop in", "stop for")
 NOT_A_STOP = ("stop believing", "enough time", "enough room", "enough space", "eleg hely",
@@ -154,7 +156,9 @@ SMALL_TALK = ("what time", "the time", "what's the time", "what day", "what date
 STATUS_QUESTIONS = ("how is it going", "how's it going", "how far", "how long", "what are you",
                     "progress", "are you done", "status", "what's left", "what is left",
                     "where is", "where's", "what do you see", "what can you see", "is the",
-                    "are the", "did you", "have you", "hogy allsz", "hol tartasz", "mit csinalsz",
+                    "are the", "did you", "have you", "do we have", "do you have", "is there",
+                    "are there", "how many", "hany", "van meg", "hogy allsz", "hol tartasz",
+                    "mit csinalsz",
                     "mennyi van", "hol van", "mit latsz", "kesz vagy", "sikerult", "meddig")
 QUESTION_WORDS = ("what", "what's", "how", "how's", "where", "where's", "when", "who", "which",
                   "is", "are", "did", "do", "does", "have", "has", "can", "could", "mi", "mit",
@@ -243,6 +247,8 @@ def _stop_in(words: Sequence[str]) -> tuple[str, int] | None:
     has a stop verb; None when it has none."""
     start, end = _first(words, STOP_PHRASES)
     if start < 0:
+        if len(words) == 1 and words[0] in STOP_ALONE:
+            return ("stop", 1)
         return None
     if _first(words[start:], NOT_A_STOP)[0] == 0:
         return ("other", end)  # "don't stop believing": no stop at all

@@ -91,6 +91,11 @@ def test_bench_lists_the_routing_suite():
     ("Can you stop the paper pick?", "interrupt", True),
     ("put the cup in the bin and then stop", "queue", False),
     ("Ne hagyd abba!", "queue", False),
+    ("drop it in the bin", "queue", False),
+    ("hold it above the tray for a moment", "queue", False),
+    ("Elég nehéz a pohár", "queue", False),
+    ("Elég!", "interrupt", True),
+    ("do we have enough cups?", "parallel", False),
 ])
 def test_more_wordings(text, urgency, stop):
     r = read_message(text)

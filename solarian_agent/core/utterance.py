@@ -96,6 +96,8 @@ def _first(words: Sequence[str], phrases: Iterable[str]) -> tuple[int, int]:
 STOP_PHRASES = (
     "stop", "stop it", "halt", "cancel", "abort", "freeze", "quit", "never mind",
     "forget it", "emergency", "kill it", "call it off", "cut it out", "give up", "estop",
+    "pause", "don't move", "dont move", "do not move", "stop moving", "ne mozdulj",
+    "ne mozogj", "szunet", "szunetelj",
     "that's enough", "thats enough", "enough already", "enough now",
     "allj", "alljon", "allj meg", "allj le", "allitsd le", "allitsd meg", "allitsa le",
     "alljatok", "hagyd abba", "hagyja abba", "abbahagy*", "megse", "leall*",
@@ -118,7 +120,7 @@ DEFER_BEFORE = ("after", "afterwards", "when", "once", "until", "till", "before"
 DEFER_AFTER = ("after", "afterwards", "when", "once", "until", "till", "if", "later",
                "at the end", "miutan", "utan", "ha", "amikor", "kesobb", "vegen")
 # a stop verb inside a question about the past ("did you stop?"): no stop
-ASKED = ("did", "why", "have", "has", "does", "miert", "mikor")
+ASKED = ("did", "why", "how", "have", "has", "does", "miert", "mikor", "hogyan")
 CONTINUE = ("keep going", "carry on", "go on", "continue", "proceed", "keep at it",
             "keep working", "folytasd", "folytassa", "csak igy tovabb", "mehet", "menj tovabb",
             "haladj")
@@ -136,8 +138,10 @@ CORRECTIONS = ("no", "nope", "not that", "wrong", "actually", "instead", "i mean
                "i said it wrong", "my mistake", "sorry i meant", "the other", "nem", "nem az",
                "nem azt", "nem a", "rosszul", "tevedtem", "inkabb", "helyette", "megis",
                "a masik", "bocs")
+# pain is a warning too: "ouch", "it hurts", "au", "jaj", "fáj"
 SAFETY_ALERTS = ("watch out", "look out", "danger", "dangerous", "mind the", "mind your",
-                 "fire", "smoke", "veszely*", "tuz", "fust")
+                 "fire", "smoke", "veszely*", "tuz", "fust", "ouch", "ow", "it hurts",
+                 "you're hurting", "au", "jaj", "faj", "fajt")
 # "careful" alone is a warning; "be careful with the cup" is an instruction
 WEAK_ALERTS = ("careful", "be careful", "caution", "ovatosan", "ovatos", "vigyazz",
                "vigyazat")

@@ -96,6 +96,14 @@ def test_bench_lists_the_routing_suite():
     ("Elég nehéz a pohár", "queue", False),
     ("Elég!", "interrupt", True),
     ("do we have enough cups?", "parallel", False),
+    ("Don't move!", "interrupt", True),  # a negated verb that is itself the stop
+    ("Ne mozdulj!", "interrupt", True),
+    ("pause", "interrupt", True),
+    ("pause after the cup is on the tray", "queue", False),
+    ("Ouch!", "interrupt", True),  # pain: a person is hurt, the arm stops
+    ("Au, ez fáj!", "interrupt", True),
+    ("Jaj!", "interrupt", True),
+    ("how do you stop the arm?", "queue", False),  # a question about stopping, no order
 ])
 def test_more_wordings(text, urgency, stop):
     r = read_message(text)

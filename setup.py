@@ -34,10 +34,16 @@ setup(
         "pyserial>=3.5",
         # the 3D simulator backend (--sim mujoco); imported only when asked for
         "mujoco>=3.3",
+        # learned-policy skills: the onnx backend runs the shipped pick policy; onnx builds
+        # and checks policy graphs (scripts/train_pick_policy.py, the tests)
+        "onnxruntime>=1.17",
+        "onnx>=1.15",
     ],
     extras_require={
         "agent": ["anthropic>=0.40", "openai>=1.50"],
         "web": ["starlette>=0.37", "uvicorn>=0.30"],
+        # the lerobot policy backend (LeRobot pretrained_model directories; brings torch)
+        "lerobot": ["lerobot>=0.3"],
         "dev": [
             "anthropic>=0.40",
             "openai>=1.50",

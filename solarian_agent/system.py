@@ -49,15 +49,37 @@ log = logging.getLogger(__name__)
 OFFLINE_PLANNERS = ("rules", "scripted")
 
 
-def tidy_tools(sim_backend: str = DEFAULT_BACKEND) -> dict[str, Tool]:
+PICKS = ("scripted", "policy")
+
+
+def pick_tool(pick: str = "scripted", sim_backend: str = DEFAULT_BACKEND,
+              inference: str = "thread") -> Tool:
+    """``pick_object``: the scripted pick, or (``policy``) the learned pick policy of
+    ``config/skills/pick_policy.yaml`` (loaded and checked now: a missing backend, file or
+    mismatch raises ConfigError naming it).  ``inference``: ``thread`` (real time) or
+    ``inline`` (simulated time)."""
+    z = point_heights(sim_backend).get("pick_object", {})
+    if pick == "scripted":
+        return Tool(PickSkill, {"camera": "overhead", **z})
+    if pick == "policy":
+        from .skills.policy import PolicySkill, default_policy_config_path, load_policy
+
+        return Tool(PolicySkill, {"camera": "overhead", **z, "inference": inference,
+                                  "policy": load_policy(default_policy_config_path())})
+    raise ConfigError("pick", f"{pick!r} is not allowed; allowed values: {', '.join(PICKS)}")
+
+
+def tidy_tools(sim_backend: str = DEFAULT_BACKEND, pick: str = "scripted",
+               inference: str = "thread") -> dict[str, Tool]:
     """The tools of the tidy-up controller (seed 004's five plus moves and homes); points
-    are unprojected at the heights the backend's scene shows from above."""
+    are unprojected at the heights the backend's scene shows from above.  ``pick``: which
+    ``pick_object`` (:func:`pick_tool`)."""
     z = point_heights(sim_backend)
     return {
         "move_to_pose": Tool(MoveSkill, {"offer": "pose"}),
         "nudge_gripper": Tool(MoveSkill, {"offer": "delta"}),
         "set_gripper": Tool(MoveSkill, {"offer": "gripper"}),
-        "pick_object": Tool(PickSkill, {"camera": "overhead", **z.get("pick_object", {})}),
+        "pick_object": pick_tool(pick, sim_backend, inference),
         "place_at": Tool(PlaceSkill, {"camera": "overhead", **z.get("place_at", {})}),
         "verify_state": Tool(VerifyState, {"camera": "overhead"}),
         "home": Tool(HomeSkill),
@@ -190,9 +212,12 @@ def build_sim_system(
     with_monitor: bool = True,
     caller: ModelCaller | None = None,
     sim_backend: str = DEFAULT_BACKEND,
+    pick: str = "scripted",
 ) -> SimSystem:
     """Every component on one bus over the simulator backend ``sim_backend`` (``2d`` or
-    ``mujoco``; ``style`` is its renderer's look)."""
+    ``mujoco``; ``style`` is its renderer's look).  ``pick``: ``scripted`` or ``policy`` (the
+    learned pick policy; its inference runs inline in simulated time, on its own thread in
+    real time)."""
     cfg = config or load_config()
     # the simulated clock starts at the real time, so bag stamps and ISO times are plausible
     clock: Clock = SystemClock() if realtime else FakeClock(epoch=time.time())
@@ -214,7 +239,12 @@ def build_sim_system(
         recorder = Recorder(Path(log_root), clock, session or session_name("sim"),
                             simulated=True, sim_zero=clock.now())
     trackers = ColorTrackers(bus, cameras=tuple(renderer.cameras))
-    executor = SkillExecutor(bus, clock, tidy_tools(sim_backend),
+    try:
+        tools = tidy_tools(sim_backend, pick, "thread" if realtime else "inline")
+    except ConfigError:
+        backend.close()
+        raise
+    executor = SkillExecutor(bus, clock, tools,
                              {"arm": arm, "cameras": cams, "trackers": trackers},
                              trackers=trackers)
     provider = planner or build_planner_provider(cfg, planner_name)

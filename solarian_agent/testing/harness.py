@@ -177,6 +177,7 @@ def make_harness(
     max_image_side: int = 1568,
     vision_backend: Any = None,
     rng: Any = None,
+    ports: Mapping[str, Any] | None = None,
 ) -> Harness:
     clock = FakeClock()
     bus = Bus()
@@ -191,7 +192,7 @@ def make_harness(
     runtime = Runtime(clock, bus, period_s=cfg.control_period_s)
     robot = ToyRobot(bus, clock)
     executor = SkillExecutor(bus, clock, tools if tools is not None else DEFAULT_TOOLS,
-                             {"robot": robot})
+                             {"robot": robot, **(ports or {})})
     provider = ScriptedProvider(script, reads_images=reads_images,
                                 max_image_side=max_image_side)
     recorder = Recorder(log_root, clock, "0001_test") if log_root is not None else None

@@ -57,6 +57,9 @@ STEPS_PER_ACTION = int(round(PERIOD / DT))
 HOLD_AFTER_S = 1.5
 GOAL_JITTER_M = 0.004
 LIFT_Z = 0.13
+# the fingers close 2.2 cm up (the world grasps at 3.5 cm or below): a policy that undershoots
+# a little still stays above the workspace floor (5 mm), where the driver refuses targets
+GRASP_Z = 0.022
 OUT = ROOT / "solarian_agent" / "data" / "policies" / "pick_policy.onnx"
 
 
@@ -99,7 +102,7 @@ def demonstration(world: World, seed: int, rng: np.random.Generator
         # (as the product's pick does), so "over the object, fingers open, about to descend"
         # and "lifted, holding" are different states
         ctl.move_tip(obj.x, obj.y, cfg.hover_z, cfg.open_aperture)
-        ctl.move_tip(obj.x, obj.y, cfg.grasp_z, cfg.open_aperture)
+        ctl.move_tip(obj.x, obj.y, GRASP_Z, cfg.open_aperture)
         ctl.gripper(0.0)
         ctl.move_tip(float(world.tip_xyz[0]), float(world.tip_xyz[1]), LIFT_Z, 0.0)
     except (UnreachableError, MotionTimeout):

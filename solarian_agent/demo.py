@@ -108,6 +108,9 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--seed", type=_seed, default=7, help="table layout and fault seed")
     p.add_argument("--sim", choices=SIM_BACKENDS, default=DEFAULT_BACKEND,
                    help="simulator: 2d (the tabletop world, default) or mujoco (3D physics)")
+    p.add_argument("--pick", choices=("scripted", "policy"), default="scripted",
+                   help="pick_object: the scripted pick (default) or the learned pick policy "
+                        "(config/skills/pick_policy.yaml)")
     p.add_argument("--faults", type=_probability, default=0.0, metavar="P",
                    help="probability of a (recoverable) failed grasp or slip per attempt")
     p.add_argument("--planner", default=None,
@@ -155,7 +158,7 @@ def main(argv: Sequence[str] = ()) -> int:
                                   planner_name=a.planner, log_root=a.out,
                                   session=session_name(f"demo {a.task}"),
                                   realtime=a.realtime or (a.planner not in (None, "rules")),
-                                  sim_backend=a.sim)
+                                  sim_backend=a.sim, pick=a.pick)
     except (ConfigError, ModelConfigError) as e:
         print(f"solarian-agent demo: {e}", file=sys.stderr)
         return 2
@@ -182,7 +185,8 @@ def main(argv: Sequence[str] = ()) -> int:
         bag = BagRecorder(bag_dir, clock=lambda: int(clock.epoch() * 1e9),
                           realtime=system.runtime.realtime)
         bag.attach(system.bus)
-    print(f"tidy-up demo ({a.sim} simulator): seed {a.seed}, faults {a.faults:g}, planner "
+    print(f"tidy-up demo ({a.sim} simulator): seed {a.seed}, faults {a.faults:g}, "
+          f"{a.pick} pick, planner "
           f"{system.planner.provider.name}, monitor "
           f"{cfg.monitor.provider if cfg.monitor and system.monitor else 'none'}", flush=True)
     reading = read_task(a.task)

@@ -25,6 +25,7 @@ SUITES = {
     "harness": "solarian_agent.benchmarks.harness",
     "sim": "solarian_agent.benchmarks.sim",
     "tidy": "solarian_agent.benchmarks.tidy",
+    "policy": "solarian_agent.benchmarks.policy",
     "cost": "solarian_agent.benchmarks.cost",
     "monitor": "solarian_agent.benchmarks.monitor",
     "hw": "solarian_agent.benchmarks.hw",

@@ -98,8 +98,8 @@ class Progress:
 def product_episode(seed: int, strategy: str = "step_verified",
                     faults: FaultConfig | None = FAULTS, *, task: str = TASK,
                     sim_backend: str = "2d", style: Any = None, with_monitor: bool = True,
-                    timeout_s: float = 600.0, forced: Sequence[Mapping[str, Any]] = ()
-                    ) -> dict[str, Any]:
+                    timeout_s: float = 600.0, forced: Sequence[Mapping[str, Any]] = (),
+                    pick: str = "scripted") -> dict[str, Any]:
     """One run of ``solarian-agent demo``'s system with the ``rules`` planner's ``strategy``:
     the planner's claim, the goal judged by a fresh verify_state and by the truth, planner
     turns, tool calls (with a breakdown), recoveries, wall and simulated seconds, and
@@ -115,13 +115,17 @@ def product_episode(seed: int, strategy: str = "step_verified",
 
     t0 = time.perf_counter()
     system = build_sim_system(seed=seed, faults=faults, planner=RulesPlanner(strategy=strategy),
-                              with_monitor=with_monitor, sim_backend=sim_backend, style=style)
+                              with_monitor=with_monitor, sim_backend=sim_backend, style=style,
+                              pick=pick)
     for req in forced:
         system.world.faults.inject(req, system.world.t, tuple(system.world.objects))
     frame = system.cameras.frame("overhead")
     start = system.world.truth()
     events: list[Any] = []
     system.bus.subscribe(names.AGENT_EVENTS, names.T_AGENT_EVENT, callback=events.append,
+                         qos=QoS(depth=5000))
+    skill_events: list[Any] = []
+    system.bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=skill_events.append,
                          qos=QoS(depth=5000))
     planner = system.planner
     try:
@@ -152,7 +156,73 @@ def product_episode(seed: int, strategy: str = "step_verified",
             "recoveries": recoveries, "turns": planner.turns,
             "wall_s": time.perf_counter() - t0, "sim_s": float(end["t"]),
             "faults": dict(end["faults"]["counts"]),
+            "picks": pick_endings(skill_events),
             "first_look": (frame.data if frame is not None else None, start)}
+
+
+def pick_endings(skill_events: Sequence[Any]) -> list[tuple[str, float]]:
+    """How each pick_object ended, with its seconds: ``monitor finish`` (a monitor rule
+    concluded it, succeeded), ``monitor fail``, ``succeeded`` (ended by itself), ``timeout``,
+    ``failed``, ``stopped`` or ``refused``."""
+    out = []
+    for e in skill_events:
+        if e.kind != "skill_ended" or e.data.get("skill") != "pick_object":
+            continue
+        outcome = str(e.data.get("outcome", ""))
+        by_monitor = str(e.data.get("reason", "")).startswith(("monitor:", "controller check:"))
+        how = {"timed_out": "timeout"}.get(outcome, outcome)
+        if by_monitor and outcome in ("succeeded", "failed"):
+            how = "monitor finish" if outcome == "succeeded" else "monitor fail"
+        out.append((how, float(e.data.get("duration_s", 0.0))))
+    return out
+
+
+def pick_rows(runs_by_pick: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """The learned pick policy beside the scripted pick, through the same product: task
+    success, seconds per pick_object call and how the calls ended."""
+    rows: list[dict[str, Any]] = []
+    base = runs_by_pick.get("scripted")
+    base_ok = _pct(sum(r["success"] for r in base), len(base)) if base else None
+    base_s = _mean(s for r in base for _, s in r["picks"]) if base else None
+    for pick, runs in runs_by_pick.items():
+        n = len(runs)
+        ok = sum(r["success"] for r in runs)
+        picks = [p for r in runs for p in r["picks"]]
+        how: dict[str, int] = {}
+        for h, _ in picks:
+            how[h] = how.get(h, 0) + 1
+        is_base = pick == "scripted"
+        rows.append({"name": f"{pick} pick: tidy success", "value": _pct(ok, n), "unit": "%",
+                     "baseline": "(the baseline)" if is_base or base_ok is None
+                     else f"scripted pick {base_ok} %",
+                     "note": f"{ok}/{n} seeds, step-verified rules planner, cv monitor, through "
+                             f"the product; pick_object calls {len(picks)} "
+                             f"({len(picks) / n if n else 0:.1f} per episode)"})
+        rows.append({"name": f"{pick} pick: seconds per pick_object",
+                     "value": round(_mean(s for _, s in picks), 2), "unit": "s (sim)",
+                     "baseline": "(the baseline)" if is_base or base_s is None
+                     else f"scripted pick {base_s:.2f} s",
+                     "note": "how the calls ended: " + (", ".join(
+                         f"{k} {v}" for k, v in sorted(how.items(), key=lambda kv: -kv[1]))
+                         or "none")})
+    return rows
+
+
+def run_picks(seeds: Sequence[int], faults: FaultConfig | None = None
+              ) -> dict[str, list[dict[str, Any]]]:
+    """Both picks through the product on ``seeds`` (no faults by default: the pick itself is
+    measured)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for pick in ("scripted", "policy"):
+        prog = Progress(f"{pick} pick", len(seeds))
+        runs = []
+        for seed in seeds:
+            r = product_episode(seed, "step_verified", faults, pick=pick)
+            r.pop("first_look")
+            runs.append(r)
+            prog.step(r["success"], str(seed))
+        out[pick] = runs
+    return out
 
 
 def harness_episode(seed: int, faults: FaultConfig = FAULTS, timeout_s: float = 300.0,
@@ -380,5 +450,5 @@ def _run(quick: bool, jobs: int = 1) -> list[dict[str, Any]]:
 
 
 __all__ = ["FAULTS", "REGIMES", "SEED_BASE", "STRATEGIES", "Progress", "domain_shift",
-           "harness_episode", "ideal_runs", "product_episode", "run", "run_episodes",
-           "run_strategy", "strategy_rows"]
+           "harness_episode", "ideal_runs", "pick_endings", "pick_rows", "product_episode",
+           "run", "run_episodes", "run_picks", "run_strategy", "strategy_rows"]

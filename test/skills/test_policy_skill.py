@@ -298,6 +298,16 @@ def verdict(h, aid, decision, then=""):
                                       h.planner.generation))
 
 
+def started(h, tool):
+    return [e.data for e in h.events if e.kind == "skill_started" and e.data["skill"] == tool]
+
+
+def woken(h, why):
+    return [c for c in h.provider.calls
+            if [m for m in c.request.messages if m.role == "user"][-1].text().startswith(
+                f"[woken: {why}]")]
+
+
 def ended(h, tool):
     return [e.data for e in h.events if e.kind == "skill_ended" and e.data["skill"] == tool]
 
@@ -325,9 +335,11 @@ def test_a_monitor_finish_ends_the_policy_and_then_runs_without_waking_the_plann
     assert arm.commands  # the policy is acting
     calls = len(h.provider.calls)
     verdict(h, aid, "finish", then="home_holding")
-    assert h.run_until(lambda: ended(h, "home_holding"), 5)
+    assert h.run_until(lambda: started(h, "home_holding"), 5)
     assert ended(h, "pick")[0]["outcome"] == "succeeded"
-    assert len(h.provider.calls) == calls  # the follow-up ran without a planner turn
+    assert len(h.provider.calls) == calls  # the follow-up started without a planner turn
+    assert started(h, "home_holding")[0]["by"] == "agent"
+    assert h.run_until(lambda: ended(h, "home_holding"), 5)
     n = len(arm.commands)
     h.runtime.run_for(0.5)
     assert len(arm.commands) == n  # the policy stopped commanding
@@ -346,7 +358,7 @@ def test_a_monitor_fail_rule_wakes_the_planner_once(tmp_path):
     assert h.run_until(lambda: ended(h, "pick"), 5)
     h.runtime.run_for(2.0)
     assert ended(h, "pick")[0]["outcome"] == "failed"
-    assert len(h.provider.calls) == 2  # the call that started it, then one wake
+    assert len(woken(h, "monitor_flag")) == 1  # one wake for the fail, never one per verdict
 
 
 def test_max_duration_stops_it_at_the_deadline(tmp_path):

@@ -309,7 +309,7 @@ def test_launch_parameters_keep_their_types(fake_launch):
     declared = {  # (executable, parameter) -> type of the node's default
         ("sim_node", "seed"): int, ("sim_node", "grasp_fail_p"): float,
         ("sim_node", "slip_p"): float, ("sim_node", "sim"): str, ("skills_node", "sim"): str,
-        ("camera_node", "source"): str,
+        ("skills_node", "pick"): str, ("camera_node", "source"): str,
         ("camera_node", "camera"): str, ("camera_node", "frame_id"): str,
         ("arm_node", "simulated_bus"): bool, ("arm_node", "port"): str,
         ("arm_node", "arm_config"): str, ("skills_node", "tool_set"): str,

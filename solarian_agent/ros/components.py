@@ -315,9 +315,10 @@ def build_sim_core(clock: Clock, cfg: AgentConfig, *, seed: int = 0, grasp_fail_
 # ------------------------------------------------------------------------------------------
 # skills
 # ------------------------------------------------------------------------------------------
-def tool_set(name: str, sim: str = "2d") -> dict[str, Any]:
+def tool_set(name: str, sim: str = "2d", pick: str = "scripted") -> dict[str, Any]:
     """The tools a skills node serves: ``tidy`` (the tidy-up controller's, pointing at the
-    heights of the ``sim`` backend's scene) or ``toy`` (the documented test tools)."""
+    heights of the ``sim`` backend's scene, ``pick_object`` the ``pick`` one: scripted |
+    policy) or ``toy`` (the documented test tools)."""
     if name == "toy":
         from ..testing.harness import DEFAULT_TOOLS
 
@@ -325,7 +326,7 @@ def tool_set(name: str, sim: str = "2d") -> dict[str, Any]:
     if name == "tidy":
         from ..system import tidy_tools
 
-        return tidy_tools(sim)
+        return tidy_tools(sim, pick)
     raise ConfigError("tool_set", f"{name!r} is not one of tidy, toy")
 
 
@@ -337,7 +338,7 @@ def build_skills_core(clock: Clock, cfg: AgentConfig, *, tools: str = "tidy",
                       bus: Bus | None = None,
                       planner_timeout_s: float = liveness.DEFAULT_PLANNER_TIMEOUT_S,
                       camera_models: str = "sim", calibration_dir: str = "",
-                      sim: str = "2d") -> NodeCore:
+                      sim: str = "2d", pick: str = "scripted") -> NodeCore:
     """``camera_models``: ``sim`` (the simulator's cameras) or ``calibrated`` (the robot's
     calibration files in ``calibration_dir``; a camera the tools point through must have one
     or this raises, naming it).  ``sim``: the simulated scene the tidy tools point at."""
@@ -351,7 +352,7 @@ def build_skills_core(clock: Clock, cfg: AgentConfig, *, tools: str = "tidy",
     model = ArmModel.default()
     cameras = list(cfg.cameras)
     arm = ArmPort(bus, clock, model)
-    toolset = tool_set(tools, sim)
+    toolset = tool_set(tools, sim, pick)
     # camera geometry (pixel <-> table): the simulator's URDF cameras or the calibrations
     cams = CameraPort(bus, skill_camera_models(camera_models, cameras, calibration_dir,
                                          required=pointing_cameras(toolset)

@@ -225,6 +225,7 @@ def skills_node(tools: Sequence[str], cameras: Sequence[str]) -> NodeSpec:
                     "at a time per arm, the generation checked on every goal, cancels honoured "
                     "at the next control tick; the tool catalogue and tracker seeding.",
         parameters={"tool_set": "tidy (the tidy-up tools) | toy (test tools)",
+                    "pick": "pick_object: scripted | policy (the learned pick policy)",
                     "planner_timeout_s": "stop the running skills (the arm holds) when the "
                                          "planner's agent/heartbeat has been missing this "
                                          "long (0 = never)",

@@ -47,6 +47,8 @@ COMMON_ARGS = (
     Arg("config_file", "", "the agent: block YAML (default: share/solarian_agent/config/"
                            "controller.yaml)"),
     Arg("tool_set", "tidy", "skill tools: tidy (the tidy-up controller) | toy (test tools)"),
+    Arg("pick", "scripted", "pick_object: scripted (the scripted pick) | policy (the learned "
+                            "pick policy, config/skills/pick_policy.yaml)"),
     Arg("planner_provider", "", "override agent.planner.provider (rules | anthropic | openai); "
                                 "'' = the config file's"),
     Arg("log_root", "", "episode log directory for the planner ('' = no logs)"),
@@ -138,7 +140,11 @@ def _urdf(share: Path) -> str:
 
 def _agent_nodes(args: Mapping[str, str], share: Path, sim: str = "") -> list[Planned]:
     cfg = _config(args, share)
-    skills: dict[str, Any] = {"config_file": cfg, "tool_set": args.get("tool_set", "tidy")}
+    pick = args.get("pick", "scripted") or "scripted"
+    if pick not in ("scripted", "policy"):
+        raise ValueError(f"pick:={pick!r} is not one of scripted, policy")
+    skills: dict[str, Any] = {"config_file": cfg, "tool_set": args.get("tool_set", "tidy"),
+                              "pick": pick}
     if sim:  # the skills point at the simulated scene's heights
         skills["sim"] = sim
     out = [Planned(executable="skills_node", name="skills", parameters=skills)]

@@ -27,6 +27,8 @@ def main(args: Sequence[str] | None = None) -> int:
         tools = str(common.declare(node, "tool_set", "tidy", "tidy | toy"))
         sim = str(common.declare(node, "sim", "2d", "the simulated scene pointed at: 2d | "
                                                      "mujoco (2d also on the robot)"))
+        pick = str(common.declare(node, "pick", "scripted", "pick_object: scripted | policy "
+                                                            "(the learned pick policy)"))
         timeout = float(common.declare(node, "service_timeout_s", 5.0))
         planner_timeout = float(common.declare(
             node, "planner_timeout_s", liveness.DEFAULT_PLANNER_TIMEOUT_S,
@@ -35,7 +37,7 @@ def main(args: Sequence[str] | None = None) -> int:
         core = components.build_skills_core(common.RosClock(node), cfg, tools=tools,
                                             planner_timeout_s=planner_timeout,
                                             camera_models=models, calibration_dir=cal_dir,
-                                            sim=sim)
+                                            sim=sim, pick=pick)
     except ConfigError as e:
         return common.config_error_exit(node, e)
     bridge = Bridge(node, core.bus, service_timeout_s=timeout)

@@ -180,3 +180,29 @@ def test_skills_core_trackers_see_the_cameras_from_the_start():
                                            "point": (35.0, 25.0)})
     assert r["ok"], r["reason"]
     assert r["box"] == (30, 20, 40, 30)
+
+
+def test_the_pick_launch_argument_binds_pick_object_to_the_learned_policy():
+    """``pick:=policy``: the launch files pass it to the skills node, whose core binds
+    ``pick_object`` to the shipped pick policy (a bad value is named before anything starts)."""
+    from solarian_agent.ros import launch_plan
+    from solarian_agent.skills.policy import PolicySkill
+    from solarian_agent.skills.arm_skills import PickSkill
+
+    for kind in ("sim", "robot"):
+        assert "pick" in {a.name for a in launch_plan.LAUNCH_ARGS[kind]}
+    planned = launch_plan.sim_plan({"pick": "policy"}, C.share_dir())
+    (skills,) = [p for p in planned if p.executable == "skills_node"]
+    assert skills.parameters["pick"] == "policy"
+    planned = launch_plan.sim_plan({}, C.share_dir())
+    (skills,) = [p for p in planned if p.executable == "skills_node"]
+    assert skills.parameters["pick"] == "scripted"
+    with pytest.raises(ValueError, match="pick:='learned'"):
+        launch_plan.sim_plan({"pick": "learned"}, C.share_dir())
+    cfg = C.load_config("")
+    core = C.build_skills_core(FakeClock(), cfg, pick="policy")
+    ex = core.parts["executor"]
+    assert ex.tools["pick_object"].skill is PolicySkill
+    assert ex.all_specs["pick_object"].ends_by_itself is False
+    core = C.build_skills_core(FakeClock(), cfg)
+    assert core.parts["executor"].tools["pick_object"].skill is PickSkill

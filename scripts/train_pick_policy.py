@@ -13,9 +13,9 @@
    for a while (the policy keeps holding until the monitor ends it).
 2. Samples at the policy's period (0.1 s): observation = the six joints, the gripper's
    velocity (it tells a gripper still closing from one stopped on the object) and the goal
-   (x, y) in metres, with the goal jittered by a few millimetres (the product unprojects the planner's
-   point, which lands a little off the centre); action = the next ``CHUNK`` commanded targets,
-   one period apart.
+   (x, y) in metres, with the goal jittered by a few millimetres (the product unprojects the
+   planner's point, which lands a little off the centre); action = the next ``CHUNK``
+   commanded targets, one period apart.
 3. A numpy MLP (9 -> 128 -> 128 -> 24, tanh), inputs and outputs standardised, trained with
    Adam on the mean squared error.
 4. Exported to ONNX with ``onnx.helper`` (the standardisation inside the graph), checked
@@ -80,7 +80,8 @@ def start_pose(world: World, rng: np.random.Generator) -> None:
 
 def demonstration(world: World, seed: int, rng: np.random.Generator
                   ) -> tuple[np.ndarray, np.ndarray] | None:
-    """(observations (T, 9): joints, gripper velocity, goal; commanded targets (T, 6)) at every control step, or None when
+    """(observations (T, 9): joints, gripper velocity, goal; commanded targets (T, 6)) at
+    every control step, or None when
     the scripted pick did not end holding the object."""
     world.reset(seed)
     start_pose(world, rng)
@@ -208,7 +209,8 @@ def evaluate(path: Path, seeds: range, arm: ArmModel, rng: np.random.Generator,
         for step in range(int(limit_s / DT)):
             if step % STEPS_PER_ACTION == 0:
                 if chunk is None or k >= 2:
-                    x = np.concatenate([world.q, [world.qd[5]], goal]).astype(np.float32)[None]
+                    x = np.concatenate([world.q, [world.qd[5]], goal])
+                    x = x.astype(np.float32)[None]
                     chunk = sess.run(None, {"state": x})[0][0]
                     k = 0
                 world.command(chunk[k])

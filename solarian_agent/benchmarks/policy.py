@@ -63,10 +63,10 @@ class _Arm:
 def control_rate(delay_s: float, seconds: float = RATE_S) -> dict[str, float]:
     """The policy skill on a real-time 50 Hz loop for ``seconds``; its backend takes
     ``delay_s`` per call on the inference thread."""
+    from ..core import names
     from ..core.clock import SystemClock
     from ..core.executor import SkillExecutor
     from ..core.messages import SkillGoal
-    from ..core import names
     from ..core.skill import Tool
     from ..core.transport import Bus
     from ..skills.policy import LoadedPolicy, PolicySkill, default_policy_config_path
@@ -81,7 +81,8 @@ def control_rate(delay_s: float, seconds: float = RATE_S) -> dict[str, float]:
     ex = SkillExecutor(bus, clock, {"pol": Tool(PolicySkill, {"policy": pol,
                                                              "inference": "thread"})},
                        {"arm": arm})
-    bus.send_goal(names.skill_action("pol"), SkillGoal("pol", {"point": [320, 240]}, ex.generation, "b1"))
+    bus.send_goal(names.skill_action("pol"),
+                  SkillGoal("pol", {"point": [320, 240]}, ex.generation, "b1"))
     period = 0.02
     stamps: list[float] = []
     t0 = time.perf_counter()

@@ -186,8 +186,8 @@ def test_the_pick_launch_argument_binds_pick_object_to_the_learned_policy():
     """``pick:=policy``: the launch files pass it to the skills node, whose core binds
     ``pick_object`` to the shipped pick policy (a bad value is named before anything starts)."""
     from solarian_agent.ros import launch_plan
-    from solarian_agent.skills.policy import PolicySkill
     from solarian_agent.skills.arm_skills import PickSkill
+    from solarian_agent.skills.policy import PolicySkill
 
     for kind in ("sim", "robot"):
         assert "pick" in {a.name for a in launch_plan.LAUNCH_ARGS[kind]}

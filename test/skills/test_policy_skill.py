@@ -9,6 +9,14 @@ import threading
 
 import numpy as np
 import pytest
+from policy_helpers import (
+    FakeArm,
+    FakeCameras,
+    ManualWorker,
+    constant_model,
+    linear_model,
+    policy_yaml,
+)
 
 from solarian_agent.arm.kinematics import JOINT_NAMES
 from solarian_agent.core import names
@@ -24,15 +32,6 @@ from solarian_agent.skills.policy.backends import PolicyLoadError
 from solarian_agent.skills.policy.config import ChunkSpec
 from solarian_agent.skills.policy.runner import ChunkRunner, ThreadWorker
 from solarian_agent.testing.harness import make_harness
-
-from policy_helpers import (
-    FakeArm,
-    FakeCameras,
-    ManualWorker,
-    constant_model,
-    linear_model,
-    policy_yaml,
-)
 
 PERIOD = 0.02  # the control period the executor is ticked at
 
@@ -90,7 +89,6 @@ def test_known_weights_give_the_expected_targets_through_both_mappings(tmp_path)
 
 
 def test_an_image_input_is_resized_and_normalised_as_configured(tmp_path):
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     from solarian_agent.core.messages import Image
@@ -248,8 +246,8 @@ def test_the_thread_worker_never_blocks_the_tick_and_is_joined_on_close():
 
     worker = ThreadWorker(Slow(2))
     spec = ChunkSpec(0.1, 2, 1, "hold")
-    runner = ChunkRunner(spec, worker, lambda: ({}, {}),
-                         lambda r: [{"shoulder_pan": float(v)} for v in r.outputs["action"][0, :, 0]])
+    runner = ChunkRunner(spec, worker, lambda: ({}, {}), lambda r: [
+        {"shoulder_pan": float(v)} for v in r.outputs["action"][0, :, 0]])
     runner.start(0.0)
     assert entered.wait(10)
     # the backend is stuck: ticks go on returning at once, commanding nothing

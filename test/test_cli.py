@@ -92,6 +92,7 @@ def test_bad_values_name_the_option(capsys):
     for argv, word in ((["panel", "--port", "70000"], "--port"),
                        (["chat", "--wait", "-1"], "--wait"),
                        (["demo", "--seed", "x"], "--seed"),
+                       (["demo", "--pick", "learned"], "--pick"),
                        (["bench", "nosuchsuite"], "nosuchsuite"),
                        (["demo", "--log-level", "loud"], "--log-level"),
                        (["panel", "--monitor", "clairvoyant"], "clairvoyant"),

@@ -5,10 +5,9 @@
 1. Demonstrations: the simulator's own scripted pick (the motions of
    :meth:`~solarian_agent.sim.ideal.IdealController.pick`: hover over the object, descend,
    close, lift, here to 13 cm, above the hover height, as the product's pick does) on the 2D
-   world, from
-   home or from a hover pose over the table with the gripper open (where a place leaves the
-   arm), on seeds from :data:`DEMO_SEED_BASE` (disjoint from the benchmark's 70 000+ and
-   80 000+ and from the tests').  Every control step records the joints and the commanded
+   world, from home, from a hover pose over the table (where a place leaves the arm) or from
+   where a missed grasp leaves it (:func:`start_pose`), on seeds from :data:`DEMO_SEED_BASE`
+   (disjoint from the benchmarks' 70 000+, 80 000+ and 90 000+ and from the tests').  Every control step records the joints and the commanded
    joint target; the object's table position is the goal.  After the lift the target is held
    for a while (the policy keeps holding until the monitor ends it).
 2. Samples at the policy's period (0.1 s): observation = the six joints, the gripper's
@@ -63,17 +62,27 @@ GRASP_Z = 0.022
 OUT = ROOT / "solarian_agent" / "data" / "policies" / "pick_policy.onnx"
 
 
-def start_pose(world: World, rng: np.random.Generator) -> None:
-    """Home (closed gripper) or a hover pose over the table with the gripper open."""
-    if rng.random() < 0.5:
+def start_pose(world: World, rng: np.random.Generator, goal: tuple[float, float]) -> None:
+    """Where a pick may begin in the product: home (gripper closed, half the demonstrations);
+    a hover pose over the table with the gripper anywhere from closed to open (where a place
+    leaves the arm); or over or down at the goal with the fingers closed on nothing (where a
+    missed grasp left it, so the policy learns to open and try again)."""
+    u = rng.random()
+    if u < 0.4:
         return
-    r, bearing = rng.uniform(0.13, 0.26), rng.uniform(-1.2, 1.2)
-    xyz = (r * math.cos(bearing), r * math.sin(bearing), rng.uniform(0.09, 0.14))
+    if u < 0.8:
+        r, bearing = rng.uniform(0.13, 0.26), rng.uniform(-1.2, 1.2)
+        xyz = (r * math.cos(bearing), r * math.sin(bearing), rng.uniform(0.08, 0.15))
+        aperture = rng.uniform(0.0, 0.06)
+    else:
+        xyz = (goal[0] + rng.normal(0, 0.01), goal[1] + rng.normal(0, 0.01),
+               rng.uniform(0.02, 0.14))
+        aperture = rng.uniform(0.0, 0.015)
     try:
         q5, _ = world.arm.ik_search(xyz, APPROACH_PITCHES, q0=world.q[:5])
     except UnreachableError:
         return
-    world.q = np.concatenate([q5, [rng.uniform(0.0, 0.06)]])
+    world.q = np.concatenate([q5, [aperture]])
     world.target = world.q.copy()
     world._update_tip()
 
@@ -84,9 +93,9 @@ def demonstration(world: World, seed: int, rng: np.random.Generator
     every control step, or None when
     the scripted pick did not end holding the object."""
     world.reset(seed)
-    start_pose(world, rng)
     name = OBJECT_NAMES[int(rng.integers(len(OBJECT_NAMES)))]
     obj = world.objects[name]
+    start_pose(world, rng, (obj.x, obj.y))
     obs: list[np.ndarray] = []
     act: list[np.ndarray] = []
 
@@ -191,18 +200,22 @@ def train(x: np.ndarray, y: np.ndarray, epochs: int, rng: np.random.Generator,
 # -------------------------------------------------------------------------------------------
 def evaluate(path: Path, seeds: range, arm: ArmModel, rng: np.random.Generator,
              limit_s: float = 12.0) -> tuple[int, int, float]:
-    """Closed loop in the world: the policy's chunks at their period (horizon 2); success when
+    """Closed loop in the world: the policy's chunks at their period (horizon 2), a target
+    outside the workspace box refused as the product's driver does; success when
     the object is held above 6 cm.  Returns (successes, episodes, mean seconds to success)."""
     import onnxruntime as ort
 
+    from solarian_agent.arm.safety import Workspace
+
     sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     world = World(arm)
+    box = Workspace()  # the box the product's driver refuses targets outside of
     ok, times = 0, []
     for seed in seeds:
         world.reset(seed)
-        start_pose(world, rng)
         name = OBJECT_NAMES[int(rng.integers(len(OBJECT_NAMES)))]
         obj = world.objects[name]
+        start_pose(world, rng, (obj.x, obj.y))
         goal = np.array([obj.x, obj.y])
         chunk: np.ndarray | None = None
         k = 0
@@ -213,7 +226,8 @@ def evaluate(path: Path, seeds: range, arm: ArmModel, rng: np.random.Generator,
                     x = x.astype(np.float32)[None]
                     chunk = sess.run(None, {"state": x})[0][0]
                     k = 0
-                world.command(chunk[k])
+                if not box.violation(arm.fk(chunk[k][:5])[0]):
+                    world.command(chunk[k])
                 k += 1
             world.step(DT)
             if world.held is obj and world.tip_xyz[2] > 0.06:

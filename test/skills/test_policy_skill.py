@@ -572,3 +572,28 @@ def test_the_shipped_pick_policy_loads_and_binds_pick_object():
     assert any(r["do"] == "finish" and r.get("then") == "home_holding" for r in rules)
     with pytest.raises(ConfigError, match="pick: 'learned' is not allowed"):
         tidy_tools(pick="learned")
+
+
+def test_the_bench_tells_how_each_pick_ended():
+    from solarian_agent.benchmarks.tidy import pick_endings, pick_rows
+    from solarian_agent.core.messages import AgentEvent
+
+    def ev(outcome, reason, s, skill="pick_object"):
+        return AgentEvent("", "skill_ended", {"skill": skill, "outcome": outcome,
+                                              "reason": reason, "duration_s": s})
+
+    events = [ev("succeeded", "monitor: progress=holding", 4.0),
+              ev("timed_out", "ran its limit of 20 s", 20.0),
+              ev("failed", "monitor: progress=failed", 7.0),
+              ev("succeeded", "holding the object", 3.0),
+              ev("succeeded", "arrived", 1.0, skill="home_holding")]
+    ends = pick_endings(events)
+    assert ends == [("monitor finish", 4.0), ("timeout", 20.0), ("monitor fail", 7.0),
+                    ("succeeded", 3.0)]
+    runs = {"scripted": [{"success": True, "picks": [("succeeded", 3.0)]}],
+            "policy": [{"success": False, "picks": ends}]}
+    rows = {r["name"]: r for r in pick_rows(runs)}
+    assert rows["policy pick: tidy success"]["value"] == 0.0
+    assert rows["policy pick: tidy success"]["baseline"] == "scripted pick 100.0 %"
+    assert rows["policy pick: seconds per pick_object"]["value"] == 8.5
+    assert "monitor finish 1" in rows["policy pick: seconds per pick_object"]["note"]

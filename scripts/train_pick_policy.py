@@ -7,8 +7,9 @@
    close, lift, here to 13 cm, above the hover height, as the product's pick does) on the 2D
    world, from home, from a hover pose over the table (where a place leaves the arm) or from
    where a missed grasp leaves it (:func:`start_pose`), on seeds from :data:`DEMO_SEED_BASE`
-   (disjoint from the benchmarks' 70 000+, 80 000+ and 90 000+ and from the tests').  Every control step records the joints and the commanded
-   joint target; the object's table position is the goal.  After the lift the target is held
+   (disjoint from the benchmarks' 70 000+, 80 000+ and 90 000+ and from the tests').  Every
+   control step records the joints and the commanded joint target; the object's table
+   position is the goal.  After the lift the target is held
    for a while (the policy keeps holding until the monitor ends it).
 2. Samples at the policy's period (0.1 s): observation = the six joints, the gripper's
    velocity (it tells a gripper still closing from one stopped on the object) and the goal

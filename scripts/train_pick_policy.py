@@ -4,9 +4,10 @@
 
 1. Demonstrations: the simulator's own scripted pick (the motions of
    :meth:`~solarian_agent.sim.ideal.IdealController.pick`: hover over the object, descend,
-   close, lift, here to 13 cm, above the hover height, as the product's pick does) on the 2D
-   world, from home, from a hover pose over the table (where a place leaves the arm) or from
-   where a missed grasp leaves it (:func:`start_pose`), on seeds from :data:`DEMO_SEED_BASE`
+   close, stay down 0.5 s, lift, here to 13 cm, above the hover height, as the product's pick
+   does) on the 2D world, from home, from a hover pose over the table (where a place leaves
+   the arm) or from where a missed grasp leaves it (:func:`start_pose`), on seeds from
+   :data:`DEMO_SEED_BASE`
    (disjoint from the benchmarks' 70 000+, 80 000+ and 90 000+ and from the tests').  Every
    control step records the joints and the commanded joint target; the object's table
    position is the goal.  After the lift the target is held
@@ -60,6 +61,10 @@ LIFT_Z = 0.13
 # the fingers close 2.2 cm up (the world grasps at 3.5 cm or below): a policy that undershoots
 # a little still stays above the workspace floor (5 mm), where the driver refuses targets
 GRASP_Z = 0.022
+# after the fingers stop, the arm stays down this long before lifting: the policy cannot see
+# how wide the object is, so fingers still closing on a narrow object must not look like
+# fingers stopped on a wide one a moment before the lift
+DWELL_S = 0.5
 OUT = ROOT / "solarian_agent" / "data" / "policies" / "pick_policy.onnx"
 
 
@@ -115,6 +120,8 @@ def demonstration(world: World, seed: int, rng: np.random.Generator
         ctl.move_tip(obj.x, obj.y, cfg.hover_z, cfg.open_aperture)
         ctl.move_tip(obj.x, obj.y, GRASP_Z, cfg.open_aperture)
         ctl.gripper(0.0)
+        for _ in range(int(DWELL_S / DT)):  # fingers stopped: stay down a moment, as the
+            record(DT)  # product's pick does (its grasp waypoint ends 0.5 s after the send)
         ctl.move_tip(float(world.tip_xyz[0]), float(world.tip_xyz[1]), LIFT_Z, 0.0)
     except (UnreachableError, MotionTimeout):
         return None

@@ -597,3 +597,31 @@ def test_the_bench_tells_how_each_pick_ended():
     assert rows["policy pick: tidy success"]["baseline"] == "scripted pick 100.0 %"
     assert rows["policy pick: seconds per pick_object"]["value"] == 8.5
     assert "monitor finish 1" in rows["policy pick: seconds per pick_object"]["note"]
+
+
+def test_the_goal_is_the_trackers_centroid_taken_when_the_action_starts(tmp_path):
+    from solarian_agent.core.executor import TrackerResult
+    from solarian_agent.skills.policy.observations import ObservationBuilder
+
+    class Trackers:
+        def __init__(self) -> None:
+            self.mask = np.zeros((100, 100), bool)
+            self.mask[40:50, 60:70] = True  # centroid (64.5, 44.5)
+
+        def result(self, field):
+            assert field == "overhead.target"
+            return TrackerResult(0.01, None, self.mask)
+
+    constant_model(tmp_path / "m.onnx", 8, np.zeros((2, 6)))
+    cfg = load_policy(policy_yaml(tmp_path, goal="tracker_centroid"), cache=False).config
+    clock = FakeClock()
+    trackers = Trackers()
+    b = ObservationBuilder(cfg, {"arm": FakeArm(clock), "cameras": FakeCameras(),
+                                 "trackers": trackers}, {"point": [10, 20]})
+    first = b.build()[0]["state"][0]
+    np.testing.assert_allclose(first[6:], [0.0645, 0.0445], rtol=1e-6)
+    trackers.mask = np.roll(trackers.mask, 30, axis=1)  # the mask slides onto the fingers
+    np.testing.assert_allclose(b.build()[0]["state"][0], first)
+    no_mask = ObservationBuilder(cfg, {"arm": FakeArm(clock), "cameras": FakeCameras()},
+                                 {"point": [10, 20]})
+    np.testing.assert_allclose(no_mask.build()[0]["state"][0][6:], [0.01, 0.02], rtol=1e-6)

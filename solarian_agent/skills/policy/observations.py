@@ -7,8 +7,9 @@ newest camera frames, the tracker's mask) and returns the model's feeds, batch o
   configured joint velocities (from ``joint_states``), then the goal:
   the table point (x, y in metres, the arm's base frame) under the planner's ``point``
   (``goal: point``) or under the centroid of the tracker's mask seeded with it
-  (``goal: tracker_centroid``; the point itself until the tracker has a mask), unprojected
-  at the tool's ``point_z``; then ``(x - mean) / std`` when ``normalise`` is given;
+  (``goal: tracker_centroid``; the point itself when the tracker has no mask), unprojected
+  at the tool's ``point_z``, taken once, at the first observation of the action; then
+  ``(x - mean) / std`` when ``normalise`` is given;
 * each image: the camera's newest frame resized (area interpolation) to ``size``, RGB,
   channels first, ``unit`` (0..1) or ``imagenet`` (0..1, then per channel mean / std);
 * ``mask``: the tracker's mask resized (nearest) to ``size``, 0 or 1, one channel.
@@ -37,6 +38,7 @@ class ObservationBuilder:
         self.cfg = cfg
         self.ports = ports
         self.params = params
+        self._goal: np.ndarray | None = None
 
     def _port(self, name: str) -> Any:
         p = self.ports.get(name)
@@ -64,6 +66,14 @@ class ObservationBuilder:
         return f"{self.cfg.state.goal_camera}.target"
 
     def goal_xy(self) -> np.ndarray:
+        """The goal, fixed at the first observation (as the policy was trained: where the
+        object stood when the pick began); a tracker that later follows the fingers over the
+        object does not move it."""
+        if self._goal is None:
+            self._goal = self._goal_now()
+        return self._goal
+
+    def _goal_now(self) -> np.ndarray:
         st = self.cfg.state
         pt = self.params.get("point")
         if not (isinstance(pt, (list, tuple)) and len(pt) == 2):

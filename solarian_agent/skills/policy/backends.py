@@ -195,7 +195,9 @@ def check_lerobot_config(cfg: PolicyConfig, doc: Any) -> None:
 class LeRobotBackend:
     """A LeRobot policy from a local ``pretrained_model`` directory.  Each call resets the
     policy's own action queue and asks it for a whole chunk (``predict_action_chunk``), so the
-    skill's chunking is the only one."""
+    skill's chunking is the only one.  Normalisation is the policy's own (lerobot versions
+    whose policies normalise inside the model); a checkpoint that keeps it in separate
+    processor files needs those statistics in the yaml's ``normalise`` / ``unnormalise``."""
 
     name = "lerobot"
 
@@ -214,7 +216,11 @@ class LeRobotBackend:
         check_lerobot_config(cfg, doc)
         try:
             import torch
-            from lerobot.policies.factory import get_policy_class
+
+            try:
+                from lerobot.policies.factory import get_policy_class
+            except ImportError:  # lerobot before 0.3 kept its modules under lerobot.common
+                from lerobot.common.policies.factory import get_policy_class
         except ImportError as e:
             raise PolicyLoadError(cfg.where("policy.backend"),
                                   f"the lerobot backend needs the lerobot package ({e}); "

@@ -56,6 +56,15 @@ class Rule:
         return d
 
 
+def floor(rules: Sequence[Rule], value: str) -> float | None:
+    """The confidence floor an answer ``value`` must reach to be a finding: the threshold of
+    the rules on that value (the lowest, where several), else the lowest of the question's
+    rules; None where no rule sets one (a question only shown to the planner)."""
+    mine = [r.threshold for r in rules if r.value == value and r.threshold is not None]
+    alls = [r.threshold for r in rules if r.threshold is not None]
+    return min(mine) if mine else (min(alls) if alls else None)
+
+
 WATCH_FOR_RULE = Rule("escalate", "true", threshold=0.8, consecutive=2,
                       after_s=WATCH_FOR_AFTER_S)
 

@@ -31,6 +31,10 @@ class PlanStep:
     status: str = "pending"
     action_id: str | None = None
     failures: int = 0
+    # failed by the monitor (or a controller check), not by the retry budget: the queue never
+    # starts it again by itself, but the planner may (its own call of the tool, or the step
+    # re-listed as pending in update_plan)
+    decide: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"step": self.index, "description": self.description,
@@ -98,15 +102,18 @@ class PlanQueue:
             before = tried.pop((st.description, st.tool), None)
             if before is not None and st.status == "pending":
                 st.failures = before.failures
-                if before.status == "failed":
+                if before.status == "failed" and not before.decide:
                     st.status = "failed"
             new.append(st)
         self.steps = new
 
     def claim(self, tool: str, action_id: str) -> PlanStep | None:
-        """An action the planner starts itself takes the first unfinished step naming its tool."""
+        """An action the planner starts itself takes the first unfinished step naming its tool
+        (a step the monitor failed included: calling its tool again is the planner's
+        decision)."""
         for s in self.steps:
-            if s.status == "pending" and s.tool == tool:
+            if s.tool == tool and (s.status == "pending" or (s.status == "failed" and s.decide)):
+                s.decide = False
                 s.status, s.action_id = "running", action_id
                 return s
         return None
@@ -114,10 +121,13 @@ class PlanQueue:
     def step_of(self, action_id: str) -> PlanStep | None:
         return next((s for s in self.steps if s.action_id == action_id), None)
 
-    def action_ended(self, action_id: str, outcome: str, retries: int = 0) -> PlanStep | None:
+    def action_ended(self, action_id: str, outcome: str, retries: int = 0,
+                     by_monitor: bool = False) -> PlanStep | None:
         """Mark the step ``action_id`` ran.  A failure counts toward ``retries`` (the step is
         ``failed`` at that many in a row; 0: no limit); a stop or a timeout does not (a
-        timeout is not a failure, a stop is someone's decision)."""
+        timeout is not a failure, a stop is someone's decision).  ``by_monitor``: the
+        monitor (or a controller check) failed it, so it stays ``failed`` until the planner
+        decides, whatever ends after it (a rule's follow-up included)."""
         s = self.step_of(action_id)
         if s is None:
             return None
@@ -130,6 +140,8 @@ class PlanQueue:
             s.failures += 1
             if retries and s.failures >= retries:
                 s.status = "failed"
+            elif by_monitor:
+                s.status, s.decide = "failed", True
         return s
 
     def failed_for(self, tool: str) -> PlanStep | None:
@@ -137,7 +149,8 @@ class PlanQueue:
         with no pending step of that tool left for the call to take instead."""
         if any(s.status == "pending" and s.tool == tool for s in self.steps):
             return None
-        return next((s for s in self.steps if s.status == "failed" and s.tool == tool), None)
+        return next((s for s in self.steps if s.status == "failed" and s.tool == tool
+                     and not s.decide), None)
 
     def follow_up(self, action_id: str, tool: str, new_action_id: str) -> PlanStep | None:
         """A ``then`` follow-up started after a finish (seed 003): it takes the next step when
@@ -157,6 +170,10 @@ class PlanQueue:
         for s in self.steps:
             if s.status in ("done", "skipped", "running"):
                 continue
+            if s.status == "failed" and s.decide:
+                return NextStep(None, f"plan step {s.index} ({s.description!r}) was failed by "
+                                      "the monitor: call its tool again, change the plan or "
+                                      "ask the user")
             if s.status == "failed":
                 return NextStep(None, f"plan step {s.index} ({s.description!r}) failed "
                                       f"{s.failures} times in a row: change the plan or ask "

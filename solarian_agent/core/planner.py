@@ -47,6 +47,7 @@ from .attention import AttentionEpisode, SceneObserverPort
 from .clock import Clock
 from .config import AgentConfig
 from .episode_log import EpisodeLog, Recorder
+from .errors import ConfigError
 from .events import Event, EventQueue
 from .messages import (
     AgentEvent,
@@ -58,6 +59,7 @@ from .messages import (
     SkillResult,
 )
 from .model_caller import InlineCaller, ModelCaller, ThreadCaller
+from .monitor_rules import WATCH_FOR_RULE, Rule, floor, parse_questions
 from .observations import ObservationStore, Overlay
 from .plan import PlanQueue
 from .planner_calls import ToolCalls
@@ -188,6 +190,7 @@ class Planner:
         bus.create_service(names.AGENT_RESET, names.T_AGENT_COMMAND,
                            lambda req: self.reset(str(req.get("by", "operator"))), node=node)
         self._specs: dict[str, ToolSpec] | None = None
+        self._floors: dict[str, dict[str, tuple[Rule, ...]]] = {}
 
         # seed 000 views and seed 001 observe_scene -----------------------------------------
         # (the backend and the observer are wired where the system is built)
@@ -276,12 +279,33 @@ class Planner:
                        value=v.value, probability=v.probability, decision=v.decision,
                        source=v.source, reason=v.reason)
         if not v.decision and v.source == "monitor":
+            # an answer below its rules' floor is no finding (the rules let it do nothing):
+            # it is not shown, and the older answer it replaces is stale
+            floor = self.answer_floor(v)
             with self.notes_lock:
-                self.monitor_notes[(v.action_id, v.question)] = v
+                if floor is not None and v.probability < floor:
+                    self.monitor_notes.pop((v.action_id, v.question), None)
+                else:
+                    self.monitor_notes[(v.action_id, v.question)] = v
         if v.decision:
             self.events.put(Event(v.source, "verdict", v.reason or v.value, {"verdict": v},
                                   "interrupt" if v.decision == "fail" else "queue",
                                   "monitor_flag", self.clock.now()))
+
+    def answer_floor(self, v: MonitorVerdict) -> float | None:
+        """The confidence floor of the rules that judge ``v`` (:func:`.monitor_rules.floor`),
+        from its tool's monitor questions; a question the tool does not declare is the
+        planner's watch_for condition."""
+        floors = self._floors.get(v.tool)
+        if floors is None:
+            spec = self.specs.get(v.tool)
+            try:
+                qs = parse_questions(v.tool, list(getattr(spec, "monitor", ()) or ()))
+            except ConfigError:
+                qs = ()
+            floors = self._floors[v.tool] = {q.name: q.rules for q in qs}
+        rules = floors.get(v.question, (WATCH_FOR_RULE,))
+        return floor(rules, v.value)
 
     def _on_skill_event(self, ev: AgentEvent) -> None:
         data = dict(ev.data)

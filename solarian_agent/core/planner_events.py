@@ -18,6 +18,14 @@ if TYPE_CHECKING:
     from .planner import Planner
 
 
+def trust(source: str, before: str) -> str:
+    """How far the planner may trust a flag (seed 003): the monitor's vision answers can be
+    wrong, a controller check (``check_agent_action``, from the readings) is reliable."""
+    if source == "controller":
+        return "A controller check is reliable: act on it."
+    return f"A monitor flag can be wrong: check the newest image{before}."
+
+
 class EventHandlers:
     """Turns routed events into news, wakes and plan steps.  ``self.p``: the planner."""
 
@@ -76,7 +84,8 @@ class EventHandlers:
             self.p.publish_state()  # the action is gone from any viewer's screen too
             return
         retries = self.p.config.budgets.retries_per_step
-        step = self.p.plan.action_ended(res.action_id, res.outcome, retries)
+        step = self.p.plan.action_ended(res.action_id, res.outcome, retries,
+                                        by_monitor=woken_for_fail)
         if step is not None and step.status == "failed":
             self.p.log_event("plan_step_failed", step=step.index, tool=step.tool,
                              failures=step.failures, description=step.description)
@@ -191,8 +200,10 @@ class EventHandlers:
             if v.decision == "fail":
                 self.p.woken_for_fail.add(v.action_id)
                 self.p.news.append(f"The {who} failed action {v.action_id} ({v.tool}): "
-                                   f"{quote('monitor', v.reason or v.value)}. A monitor flag "
-                                   "can be wrong: check the newest image.")
+                                   f"{quote('monitor', v.reason or v.value)}. "
+                                   + trust(v.source, "") + " Its plan step stays failed "
+                                   "until you decide: call its tool again, change the plan or "
+                                   "ask the user.")
                 self.p.wake("monitor_flag", hold=True)
         elif v.decision == "escalate":
             key = (v.action_id, v.question)
@@ -203,6 +214,5 @@ class EventHandlers:
             self.p.news.append(f"The {who} flags action {v.action_id} ({v.tool}): "
                                f"{one_line(v.question, 300)} = {quote('monitor', v.value, 200)} "
                                f"(p={v.probability:.2f}).{why} The action is still running. "
-                               "A monitor flag can be wrong: check the newest image before "
-                               "stopping it.")
+                               + trust(v.source, " before stopping it"))
             self.p.wake("monitor_flag", hold=True)

@@ -78,6 +78,8 @@ COMMANDS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
                      "evaluate monitor questions on labelled ticks"),
     "label-ticks": (_lazy("solarian_agent.monitor_eval", "main_label"),
                     "label recorded monitor ticks"),
+    "make-ticks": (_lazy("solarian_agent.monitor_record", "main_make_ticks"),
+                   "record labelled monitor ticks from simulated episodes under faults"),
     "view-episode": (_lazy("solarian_agent.ui.viewer", "main_view_episode"),
                      "write an HTML viewer for an episode"),
     "attach-logs": (_lazy("solarian_agent.ui.attach_logs", "main_attach_logs"),

@@ -364,11 +364,12 @@ def build_request(tick: Tick, specs: Sequence[QuestionSpec], targets: dict[str, 
         data, mt = im.encode(px, "png")
         images.append(MonitorImage(str(rec.get("camera", "")), str(rec.get("label", "")),
                                    float(rec.get("age_s", 0.0)), data, mt, px.shape[1],
-                                   px.shape[0], px, bool(rec.get("close_up", False)), False,
-                                   mbox, str(rec["file"])))
+                                   px.shape[0], px, bool(rec.get("close_up", False)),
+                                   bool(rec.get("reference", False)), mbox, str(rec["file"])))
     asked = [s.question for s in specs if not tick.questions or s.name in tick.questions]
     return MonitorTickRequest(tick.pick, tick.tool, tick.elapsed_s, tuple(asked),
-                              tuple(images), tick.readings, instructions, marked, False)
+                              tuple(images), tick.readings, instructions, marked,
+                              any(i.reference for i in images))
 
 
 @dataclass

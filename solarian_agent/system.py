@@ -213,11 +213,13 @@ def build_sim_system(
     caller: ModelCaller | None = None,
     sim_backend: str = DEFAULT_BACKEND,
     pick: str = "scripted",
+    monitor_backend: VisionBackend | None = None,
 ) -> SimSystem:
     """Every component on one bus over the simulator backend ``sim_backend`` (``2d`` or
     ``mujoco``; ``style`` is its renderer's look).  ``pick``: ``scripted`` or ``policy`` (the
     learned pick policy; its inference runs inline in simulated time, on its own thread in
-    real time)."""
+    real time).  ``monitor_backend``: the monitor's vision backend (default: the one
+    ``agent.monitor.provider`` names)."""
     cfg = config or load_config()
     # the simulated clock starts at the real time, so bag stamps and ISO times are plausible
     clock: Clock = SystemClock() if realtime else FakeClock(epoch=time.time())
@@ -266,7 +268,7 @@ def build_sim_system(
         recorder.context = lambda: {"monitor_questions": monitor_questions(pl.specs)}
     monitor = None
     if with_monitor and cfg.monitor is not None:
-        monitor = _build_monitor(bus, clock, cfg, arm, trackers, pl)
+        monitor = _build_monitor(bus, clock, cfg, arm, trackers, pl, monitor_backend)
     sim.publish_now()
     runtime.add("sim", sim.step)
     runtime.add("trackers", lambda dt: trackers.update())
@@ -279,9 +281,11 @@ def build_sim_system(
 
 
 def _build_monitor(bus: Bus, clock: Clock, cfg: AgentConfig, arm: ArmPort,
-                   trackers: ColorTrackers, planner: Planner) -> Any:
+                   trackers: ColorTrackers, planner: Planner,
+                   backend: VisionBackend | None = None) -> Any:
     """The monitor engine with its vision backend and the stall tripwire."""
-    return build_monitor(bus=bus, clock=clock, config=cfg, tripwire=StallTripwire(arm),
+    return build_monitor(bus=bus, clock=clock, config=cfg, backend=backend,
+                         tripwire=StallTripwire(arm),
                          trackers=trackers, log_provider=lambda: planner.log,
                          readings=arm.readings)
 

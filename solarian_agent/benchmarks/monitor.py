@@ -1,4 +1,6 @@
-"""Monitor benchmark: the monitor's own image work per tick (select, crop, resize, mark, encode)
+"""Monitor benchmark: its judgement on the labelled ticks of the product's own episodes
+(:mod:`.monitor_ticks`: accuracy, wrong-tick fires and the per-pick replay per backend), and
+the monitor's own image work per tick (select, crop, resize, mark, encode)
 for 2 cameras x 2 frames at ``image_max_side: 448``, against its 1.5 s tick period (the design's
 aim: a small fraction, under 2 %).
 
@@ -124,6 +126,8 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     eng = statistics.median(_engine_tick_ms(frames, ticks))
     cold = statistics.median(_cold_tick_ms(frames, ticks))
     period_ms = PERIOD_S * 1000
+    from .monitor_ticks import run as tick_rows
+
     return [
         {"name": "monitor tick image work (2 cams x 2 frames, 448 px)", "value": eng,
          "unit": "ms", "baseline": cold, "note": "baseline: every frame redone each tick"},
@@ -131,7 +135,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
          "unit": "%", "baseline": 2.0, "note": "baseline: the aim"},
         {"name": "monitor cold pipeline (4 frames) vs period", "value": cold, "unit": "ms",
          "baseline": period_ms, "note": "select, crop, resize, mark, encode"},
-    ]
+    ] + tick_rows(quick)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -147,53 +147,99 @@ def measure(img: np.ndarray, marked: bool = False) -> GripView:
     return GripView(w, h, 2 if gap > 0 else 1, gap, tip, obj_area, obj_w, obj_box, fill, hue)
 
 
+def spans_gap(v: GripView) -> bool:
+    """The object reaches across the gap between the fingers (both touch it) and fills it."""
+    return v.fingers >= 2 and v.gap > 0 and v.fill >= 0.75 and 0.88 <= v.ratio <= 1.25
+
+
 def held_score(v: GripView) -> float:
-    """The probability-like confidence that the object is pinched between the fingers."""
+    """The probability-like confidence that the object is pinched between the fingers.  Fingers
+    wide of the object (it does not reach both) hold nothing, however much of the gap it
+    fills."""
     if v.fingers < 2 or v.gap <= 0 or v.object_area == 0:
         return 0.05
-    if v.fill >= 0.75 and 0.82 <= v.ratio <= 1.1:
+    if v.fill >= 0.75 and 0.88 <= v.ratio <= 1.15:
         return 0.92
-    if v.fill >= 0.5 and 0.72 <= v.ratio <= 1.2:
+    if v.fill >= 0.6 and 0.85 <= v.ratio <= 1.25:
         return 0.65
     return 0.08
 
 
-def progress(cur: GripView, prev: GripView | None) -> tuple[str, float, str] | None:
-    """The pick's phase from two frames: (value, confidence, what was measured)."""
+def closed(v: GripView) -> bool:
+    return v.fingers == 1 or (v.fingers >= 2 and v.gap < 0.05 * v.width)
+
+
+def progress(cur: GripView, prev: GripView | None, ref: GripView | None = None
+             ) -> tuple[str, float, str] | None:
+    """The pick's phase from the previous and current close-up (and, where the monitor sends
+    one, the reference close-up from when the action started): (value, confidence, what was
+    measured).  A tick the frames cannot decide gets a confidence below a usual 0.8 floor."""
     if cur.fingers == 0:
         return None
     gap0 = prev.gap if prev is not None and prev.fingers > 0 else None
+    width0 = prev.object_width if prev is not None and prev.object_area > 0 else 0
     shrink = (gap0 - cur.gap) / gap0 if gap0 else 0.0
-    closing = gap0 is not None and cur.gap < gap0 - max(2.0, 0.025 * gap0)
+    closing = gap0 is not None and cur.gap < gap0 - max(3.0, 0.05 * gap0)
     opening = gap0 is not None and cur.gap > gap0 + max(2.0, 0.04 * max(gap0, 1.0))
-    held = held_score(cur)
+    started_closed = ref is not None and ref.fingers > 0 and closed(ref)
     seen = cur.object_area > 0
     detail = (f"gap {cur.gap:.0f}px" + (f" (was {gap0:.0f})" if gap0 is not None else "")
               + f", object {cur.object_width}px wide, fills {cur.fill:.0%} of the gap")
-    if cur.fingers == 1 or cur.gap < 0.03 * cur.width:
-        p = 0.9 if not seen or cur.fill < 0.5 else 0.75
-        return "failed", p, "the fingers are closed with nothing between them; " + detail
-    if held >= 0.9 and shrink <= 0.02:
+    if closed(cur):
+        if prev is not None and closed(prev) and started_closed:
+            # closed since the action began: not yet opened, or closed again on nothing
+            return "failed", 0.6, "the fingers are closed, as when the action began; " + detail
+        return "failed", 0.9, "the fingers are closed with nothing between them; " + detail
+    if opening:
+        if started_closed:
+            # an object between opening fingers lies below them, or is being let go
+            return ("approaching", 0.7 if spans_gap(cur) else 0.85, "the fingers open for the "
+                    "approach (they were closed when the action began); " + detail)
+        if ref is None:
+            # opening at the start of an approach looks the same as a reopening
+            return "failed", 0.6, "the fingers open; " + detail
+        return "failed", 0.85, "the fingers reopened; " + detail
+    if spans_gap(cur) and width0 and cur.gap < 0.97 * width0 and shrink > 0.2:
+        return ("failed", 0.85, "the fingers closed past the object's width "
+                f"({width0}px before); " + detail)
+    if spans_gap(cur) and shrink <= 0.06 and held_score(cur) >= 0.9:
         return "holding", 0.9, "the object fills the gap and both fingers touch it; " + detail
-    if held >= 0.9 and shrink <= 0.06:
-        return "holding", 0.85, "the fingers stopped on the object; " + detail
-    if opening and held < 0.5 and seen:
-        # below a usual 0.8 floor: opening at the start of an approach looks the same
-        return "failed", 0.7, "the fingers reopened; " + detail
+    if (spans_gap(cur) and held_score(cur) >= 0.9 and shrink <= 0.2
+            and cur.object_width > 1.03 * width0):
+        # fingers passing an object's edges cut its visible width down with the gap; fingers
+        # stopped on it show it whole between them
+        return ("holding", 0.85, "the fingers closed on the object and stopped, showing it "
+                "whole between them; " + detail)
+    if spans_gap(cur) and held_score(cur) >= 0.9:
+        # closed since the previous frame to about the object's width: pinched, or about to
+        # pass it (a missed grasp looks the same for a moment); the next tick decides
+        return "holding", 0.75, "the fingers closed to the object's width; " + detail
+    if seen and cur.fill >= 0.9 and cur.ratio <= 1.25 and shrink <= 0.06:
+        # a held object nearer the camera (lifted) looks a little wider than the gap
+        return "holding", 0.85, "the object fills the gap and stays there; " + detail
     if seen and cur.ratio > 1.12:
-        return ("failed", 0.85 if closing else 0.75,
-                "the fingers are narrower than the object; " + detail)
-    if closing and shrink > 0.08 and seen and cur.ratio >= 0.97:
-        return "failed", 0.7, "the fingers close past the object's width; " + detail
+        return "failed", 0.85, "the fingers are narrower than the object; " + detail
+    if closing and width0 and cur.gap < 0.9 * width0:
+        return "failed", 0.85, "the fingers close past the object's width; " + detail
+    if closing and seen and prev is not None and cur.object_area < 0.6 * prev.object_area:
+        return "failed", 0.85, "the object fell away from the closing fingers; " + detail
     if closing and seen and cur.fill < 0.5 and cur.ratio > 0.95:
         return "failed", 0.7, "the fingers close beside the object; " + detail
+    if (prev is not None and spans_gap(prev) and not spans_gap(cur)
+            and cur.object_area < 0.6 * prev.object_area):
+        return "failed", 0.85, "the object dropped out from between the fingers; " + detail
+    if closing and seen:
+        return "grasping", 0.85, "the fingers are closing on the object; " + detail
     if closing:
-        return "grasping", 0.85 if held < 0.5 else 0.65, "the fingers are closing; " + detail
-    if held >= 0.6:
-        return "holding", held, detail
+        return "grasping", 0.6, "the fingers are closing, with no object in view; " + detail
+    if spans_gap(cur):
+        return "holding", 0.65, "the object fills the gap; " + detail
+    if seen and cur.fill >= 0.5:
+        # open fingers around the object: about to close, or closing too little to see
+        return "approaching", 0.7, "the object lies between the open fingers; " + detail
     if prev is not None and seen and cur.object_area > prev.object_area * 1.05:
-        return "approaching", 0.85, "the object grows: closer; " + detail
-    return "approaching", 0.6, detail
+        return "approaching", 0.9, "the fingers are open and the object grows: closer; " + detail
+    return "approaching", 0.85, "the fingers are open with the object ahead; " + detail
 
 
 class CvVisionBackend:
@@ -245,7 +291,10 @@ class CvVisionBackend:
         prev = (measure(self._pixels(prev_img), prev_img.mark is not None)
                 if prev_img is not None else None)
         if q.type == "choice" and q.name == "progress" and set(q.values) <= PROGRESS_VALUES:
-            res = progress(cur, prev)
+            ref_img = next((i for i in images if i.reference and i.camera == cur_img.camera),
+                           None)
+            ref = measure(self._pixels(ref_img)) if ref_img is not None else None
+            res = progress(cur, prev, ref)
             if res is None or res[0] not in q.values:
                 return None
             return MonitorAnswer(q.name, res[0], res[1], res[2])

@@ -31,7 +31,14 @@ GRIPPER_OPEN = 0.055
 HELD_MIN_APERTURE = 0.005  # fingers stopped at least 5 mm apart: something is between them
 HELD_MAX_APERTURE = 0.050  # ... and short of this: fingers this far apart are open
 
-# the monitor questions (seed 003, "Monitor questions"), answered by any vision backend
+# the monitor questions (seed 003, "Monitor questions"), answered by any vision backend, in the
+# seed's wording.  The rules are measured on the labelled ticks of the product's own picks
+# (``solarian-agent make-ticks``; test/data/product_ticks): a pick lasts 2.4-3.2 s and is
+# judged every 0.5 s, the fingers reach the object no earlier than 1.5 s in, and a missed grasp
+# shows on one tick only before the skill's own aperture check ends it, so the failure rule
+# counts from 1 s with ``consecutive: 1`` (``consecutive: 2`` escalated 1 missed pick in 46).
+# The finish rule is the seed's: one confident holding tick ends the pick and carries the
+# object home with the grip kept.
 PICK_MONITOR: tuple[dict[str, Any], ...] = (
     {
         "name": "progress", "type": "choice", "camera": "wrist",
@@ -42,14 +49,18 @@ PICK_MONITOR: tuple[dict[str, Any], ...] = (
                            "larger (closer) in the current close-up than in the previous one.",
             "grasping": "The fingers are down at the target and closing on it: they are "
                         "closer together in the current close-up than in the previous one.",
-            "holding": "The target is pinched between the fingers: it sits between them and "
-                       "both fingers touch it.",
+            "holding": "The target is pinched between the fingers: it sits between them, "
+                       "both fingers touch it, and the fingers are visibly bent by the "
+                       "pressure on it.",
             "failed": "The fingers are closer together than the target is wide, with nothing "
-                      "between them, or they reopened.",
+                      "between them, or they reopened: wider in the current close-up than in "
+                      "the previous one.",
         },
         "when": [
-            {"do": "escalate", "value": "failed", "threshold": 0.8, "consecutive": 2,
-             "after_s": 6},
+            {"do": "finish", "value": "holding", "threshold": 0.8, "consecutive": 1,
+             "then": "home_holding"},
+            {"do": "escalate", "value": "failed", "threshold": 0.8, "consecutive": 1,
+             "after_s": 1.0},
         ],
     },
 )

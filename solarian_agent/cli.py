@@ -1,5 +1,5 @@
 """``solarian-agent COMMAND``: demo | bench | chat | panel | eval-monitor | label-ticks |
-view-episode | attach-logs | launch | bag-repair | arm | calibrate-camera.
+make-ticks | view-episode | attach-logs | launch | bag-repair | arm | calibrate-camera.
 
 Subcommands import their modules lazily, so ``--help`` is instant.  The conventions every
 command keeps (:mod:`.cli_common`): ``--help`` on each, ``--log-level`` / ``-v`` on each (also

@@ -23,7 +23,8 @@ Two commands (the CLI wires them as ``solarian-agent label-ticks`` and ``eval-mo
     fired on.
 
 ``TICKS`` is a tick-set directory (``ticks.jsonl``, ``images/``, ``skill.json`` with the tool's
-``monitor`` questions; see ``test/data/make_monitor_ticks.py``) or an episode log directory (or
+``monitor`` questions; made by ``solarian-agent make-ticks`` from the product's own episodes, or
+see ``test/data/make_monitor_ticks.py``) or an episode log directory (or
 a tree of them), whose ``monitor_tick`` events name the frames the monitor saw; then
 ``--skill`` names a JSON/YAML file holding the tool's ``monitor`` questions.
 """

@@ -24,11 +24,18 @@ def wrist(tick, reference=False):
             == reference]
 
 
+_VIEWS: dict = {}
+
+
 def views(tick):
     """The measured current, previous and reference wrist close-ups of a tick."""
-    cur, prev = (measure(cv2.imread(str(tick.image_path(i)))) for i in wrist(tick)[-1:-3:-1])
-    ref = [measure(cv2.imread(str(tick.image_path(i)))) for i in wrist(tick, True)]
-    return cur, prev, (ref[0] if ref else None)
+    key = (str(tick.root), tick.id)
+    if key not in _VIEWS:
+        cur, prev = (measure(cv2.imread(str(tick.image_path(i))))
+                     for i in wrist(tick)[-1:-3:-1])
+        ref = [measure(cv2.imread(str(tick.image_path(i)))) for i in wrist(tick, True)]
+        _VIEWS[key] = cur, prev, (ref[0] if ref else None)
+    return _VIEWS[key]
 
 
 @pytest.fixture(scope="module")

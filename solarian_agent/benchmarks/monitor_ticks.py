@@ -120,7 +120,8 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                     "name": f"monitor {label} {tool}.{qname}: wrong-tick fires",
                     "value": round(100 * (q["wrong_tick_rate"] or 0.0), 1), "unit": "%",
                     "baseline": 0.0,
-                    "note": f"below the floor {q['floor']}: "
+                    "note": "no rules" if q["floor"] is None else
+                            f"below the floor {q['floor']}: "
                             f"{100 * (q['below_floor_rate'] or 0.0):.1f}% of answers"})
             if any(spec.rules for spec in ts.questions()):
                 s = replay_summary(rep, labels, ts.ticks)

@@ -56,7 +56,7 @@ def _backends() -> list[tuple[str, Any, str]]:
 
 
 def replay_summary(report: dict[str, Any], labels: dict[tuple[str, str], str],
-                   ticks: list[Any]) -> dict[str, int]:
+                   ticks: list[Any]) -> dict[str, Any]:
     """From an evaluation's per-pick replay (repeat 0): picks, the picks that called for a
     fire (held at its last tick: finish; never held at the end: failed), those whose first
     fire was right, fires on a wrongly labelled tick, and picks where nothing fired."""
@@ -65,7 +65,8 @@ def replay_summary(report: dict[str, Any], labels: dict[tuple[str, str], str],
         lab = next((v for (tid, _q), v in labels.items() if tid == t.id), None)
         if lab is not None:
             last[t.pick] = lab
-    out = Counter({"picks": 0, "called_for": 0, "right": 0, "wrong": 0, "none": 0})
+    out: dict[str, Any] = {"picks": 0, "called_for": 0, "right": 0, "wrong": 0, "none": 0}
+    when: list[float] = []
     for row in report["picks"]:
         if row.get("repeat", 0):
             continue
@@ -81,7 +82,9 @@ def replay_summary(report: dict[str, Any], labels: dict[tuple[str, str], str],
             out["wrong"] += 1
         elif wants is not None:
             out["right"] += 1
-    return dict(out)
+            when.append(float(row.get("elapsed_s", 0.0)))
+    out["when_s"] = (min(when), sum(when) / len(when), max(when)) if when else None
+    return out
 
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
@@ -129,8 +132,11 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                     "name": f"monitor {label} {tool}: replay, picks whose first fire was right",
                     "value": s["right"], "unit": "picks", "baseline": s["called_for"],
                     "note": f"{s['picks']} picks; {s['wrong']} fired on a wrong tick, "
-                            f"{s['none']} with no fire; baseline: the picks that called for "
-                            "one"})
+                            f"{s['none']} with no fire"
+                            + ("; right fires at {:.1f}-{:.1f} s (mean {:.1f})".format(
+                                s["when_s"][0], s["when_s"][2], s["when_s"][1])
+                               if s["when_s"] else "")
+                            + "; baseline: the picks that called for one"})
     return rows
 
 

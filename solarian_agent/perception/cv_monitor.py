@@ -189,7 +189,9 @@ def progress(cur: GripView, prev: GripView | None, ref: GripView | None = None
     shrink = (gap0 - cur.gap) / gap0 if gap0 else 0.0
     closing = gap0 is not None and cur.gap < gap0 - max(3.0, 0.05 * gap0)
     opening = gap0 is not None and cur.gap > gap0 + max(2.0, 0.04 * max(gap0, 1.0))
-    started_closed = ref is not None and ref.fingers > 0 and closed(ref)
+    # the action began with the fingers (nearly) closed: a pick from the home pose
+    started_closed = ref is not None and ref.fingers > 0 and (
+        closed(ref) or ref.gap < 0.12 * ref.width)
     seen = cur.object_area > 0
     detail = (f"gap {cur.gap:.0f}px" + (f" (was {gap0:.0f})" if gap0 is not None else "")
               + f", object {cur.object_width}px wide, fills {cur.fill:.0%} of the gap")
@@ -212,7 +214,7 @@ def progress(cur: GripView, prev: GripView | None, ref: GripView | None = None
                 f"({width0}px before); " + detail)
     if spans_gap(cur) and shrink <= 0.06 and held_score(cur) >= 0.9:
         return "holding", 0.9, "the object fills the gap and both fingers touch it; " + detail
-    if (spans_gap(cur) and held_score(cur) >= 0.9 and shrink <= 0.2
+    if (spans_gap(cur) and held_score(cur) >= 0.9 and shrink <= 0.2 and cur.ratio >= 0.93
             and cur.object_width > 1.03 * width0):
         # fingers passing an object's edges cut its visible width down with the gap; fingers
         # stopped on it show it whole between them

@@ -166,7 +166,10 @@ def test_the_shipped_rules_fire_within_a_real_pick_on_the_right_ticks(pick_repor
     assert failed and all(r["rule"] and r["rule"]["value"] == "failed" for r in failed)
     held = [r for r in rows if last[r["pick"]] == "holding"]
     finished = [r for r in held if r["rule"] and r["rule"]["do"] == "finish"]
-    assert len(finished) >= 0.9 * len(held)
+    # the rest end by themselves after the lift: their hold showed confidently only on the
+    # tick the fingers closed, which two frames cannot tell from a grasp about to miss
+    assert all(r["rule"] is None or r in finished for r in held)
+    assert len(finished) >= 0.8 * len(held)
 
 
 def test_the_old_rules_could_never_fire_on_a_product_pick():

@@ -199,11 +199,13 @@ class EventHandlers:
                 self.p.followups[v.action_id] = (v.then, v.decision)
             if v.decision == "fail":
                 self.p.woken_for_fail.add(v.action_id)
+                step = self.p.plan.step_of(v.action_id)
                 self.p.news.append(f"The {who} failed action {v.action_id} ({v.tool}): "
                                    f"{quote('monitor', v.reason or v.value)}. "
-                                   + trust(v.source, "") + " Its plan step stays failed "
-                                   "until you decide: call its tool again, change the plan or "
-                                   "ask the user.")
+                                   + trust(v.source, "")
+                                   + (f" Plan step {step.index} stays failed until you decide: "
+                                      "call its tool again, change the plan or ask the user."
+                                      if step is not None else ""))
                 self.p.wake("monitor_flag", hold=True)
         elif v.decision == "escalate":
             key = (v.action_id, v.question)

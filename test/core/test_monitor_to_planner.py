@@ -86,6 +86,8 @@ def test_a_step_the_monitor_failed_stays_failed_after_its_follow_up_until_the_pl
     assert len(started(h, "spin")) == 1 and not started(h, "wait")
     assert h.planner.plan.steps[0].status == "failed"
     assert h.run_until(lambda: len(started(h, "spin")) == 2, 5)
+    assert "Plan step 1 stays failed until you decide" in last_user_text(
+        h.provider.calls[1].request)
     woke = last_user_text(h.provider.calls[2].request)
     assert "was failed by the monitor" in woke
     # the planner's own call takes the failed step again (its decision)

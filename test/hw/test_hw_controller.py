@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solarian_agent.arm.safety import EStopLatchedError, UnsafeCommandError
+from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.errors import ConfigError
 from solarian_agent.hw.feetech import (
     ArmControllerConfig,
@@ -288,3 +289,91 @@ def test_target_outside_the_workspace_is_refused_with_the_reason(sim: SimulatedB
     with pytest.raises(WorkspaceError, match="tip z="):
         # shoulder and elbow folded forward: the fingers would go through the table
         ctl.command({"shoulder_lift": 0.8, "elbow_flex": 0.5, "wrist_flex": 0.0})
+
+
+# --------------------------------------------------------------------------- lead and reset
+
+@pytest.fixture
+def blocked() -> Iterator[tuple[SimulatedBus, FeetechArm, FakeClock]]:
+    """An arm that cannot move: the simulated servos advance on their own clock, which this
+    fixture never advances, so every goal is taken and none is reached (a blocked arm)."""
+    frozen = FakeClock()
+    with SimulatedBus(clock=frozen, speed_ticks_per_s=3400.0) as s:
+        a = FeetechArm(FeetechArmConfig(port=s.port_name, timeout_s=TIMEOUT_S),
+                       calibration=default_so101())
+        a.connect()
+        yield s, a, frozen
+        a.disconnect()
+
+
+def test_the_goal_never_runs_ahead_of_a_blocked_arm(
+        blocked: tuple[SimulatedBus, FeetechArm, FakeClock]) -> None:
+    """The last goal is kept within lead_time_s x max_velocity of where the arm really is: a
+    blocked arm's goal stops there, instead of running on toward the target (and the arm
+    jumping there once it is free)."""
+    sim, arm, frozen = blocked
+    ctl, clock, _ = make(arm, lead_time_s=0.1)
+    start = ctl.step().state.positions["shoulder_pan"]
+    vmax = ctl.limits.as_dict()["shoulder_pan"].max_velocity
+    lead, step = vmax * 0.1, vmax * PERIOD
+    goals = []
+    for _ in range(50):  # 1 s: unblocked, the goal would be 1.5 rad away by now
+        ctl.command({"shoulder_pan": start + 1.5})
+        r = tick(ctl, clock)
+        present = r.state.positions["shoulder_pan"]
+        assert present == pytest.approx(start, abs=2e-3)  # it really is blocked
+        assert r.goal["shoulder_pan"] - present <= lead + step + 2e-3
+        goals.append(r.goal["shoulder_pan"])
+    assert goals[-1] - start == pytest.approx(lead + step, abs=3e-3)  # it went up to the lead
+
+
+def test_the_goal_follows_a_lagging_arm(
+        blocked: tuple[SimulatedBus, FeetechArm, FakeClock]) -> None:
+    """An arm much slower than its goal (a heavy load): the goal keeps its lead over the arm,
+    at most one lead (plus one step) ahead however long the motion lasts."""
+    sim, arm, frozen = blocked
+    ctl, clock, _ = make(arm, lead_time_s=0.1)
+    start = ctl.step().state.positions["shoulder_pan"]
+    vmax = ctl.limits.as_dict()["shoulder_pan"].max_velocity
+    lead, step = vmax * 0.1, vmax * PERIOD
+    for _ in range(60):
+        ctl.command({"shoulder_pan": start + 1.0})
+        r = tick(ctl, clock)
+        frozen.advance(PERIOD / 20)  # the servos get a twentieth of the time: about 0.26 rad/s
+        present = r.state.positions["shoulder_pan"]
+        assert r.goal["shoulder_pan"] - present <= lead + step + 3e-3
+    assert 0.1 < present - start < 0.6  # it moved, slower than the goal could
+
+
+def test_an_estop_reset_within_one_period_drops_the_old_target(sim: SimulatedBus,
+                                                               arm: FeetechArm) -> None:
+    """Tripped and reset before the loop ran once (another thread, within one period): the
+    step never saw the latch, so only reset_estop can drop the target."""
+    ctl, clock, events = make(arm)
+    ctl.step()
+    ctl.command({"shoulder_lift": 1.0})
+    r = tick(ctl, clock, 3)
+    held = r.state.positions["shoulder_lift"]
+    ctl.estop("operator pressed stop")
+    assert ctl.reset_estop() is True
+    # at once, not only at the next step: a jog taken from the setpoint now (teleop) starts
+    # from where the arm aims, never from the old target
+    assert ctl.setpoint()["shoulder_lift"] < 0.5
+    for _ in range(10):
+        r = tick(ctl, clock)
+        assert r.mode == "holding"
+    assert r.goal["shoulder_lift"] == pytest.approx(held, abs=0.05)
+    assert r.goal["shoulder_lift"] < 0.5  # never on toward the old target (1.0)
+    assert [k for k, _ in events if k.startswith("estop")] == ["estop", "estop_reset"]
+    assert "watchdog" not in [k for k, _ in events]  # the reset dropped it, not the watchdog
+
+
+def test_an_estop_reset_clears_the_bus_fault_count(sim: SimulatedBus, arm: FeetechArm) -> None:
+    ctl, clock, _ = make(arm, max_consecutive_faults=2)
+    ctl.step()
+    sim.inject(1, "no_answer", count=None)
+    tick(ctl, clock, 2)
+    assert ctl.bus_lost and ctl.latch.tripped
+    sim.clear_faults()
+    assert ctl.reset_estop() is True
+    assert not ctl.bus_lost

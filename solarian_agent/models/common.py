@@ -36,12 +36,13 @@ import json
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .base import ImagePart, Message, ModelError, ModelReply, ModelRequest, TextPart, Usage
 from .retry import RetryPolicy, TransientModelError, call_with_retries, parse_retry_after
+from .scrubbing import scrub
 
 log = logging.getLogger(__name__)
 
@@ -59,16 +60,7 @@ class ImageLimits:
     max_bytes: int
 
 
-# --------------------------------------------------------------------------- scrubbing / text
-
-
-def scrub(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret (and its base64 form) replaced by ``***``."""
-    for s in secrets:
-        if s and len(s) >= 4:
-            text = text.replace(s, "***")
-            text = text.replace(base64.b64encode(s.encode()).decode(), "***")
-    return text
+# ------------------------------------------------------------- text (scrubbing: scrubbing.py)
 
 
 def _clip(text: str, n: int = MAX_ERROR_CHARS) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 import random
 import time
@@ -14,6 +15,7 @@ from solarian_agent.core.config import ModelEndpointConfig
 from solarian_agent.models.base import Message, ModelError, ModelRequest
 from solarian_agent.models.factory import build_provider
 from solarian_agent.models.retry import RetryPolicy, parse_retry_after
+from solarian_agent.models.scrubbing import scrub
 from solarian_agent.testing.fake_model_server import (
     Drop,
     Empty,
@@ -24,6 +26,7 @@ from solarian_agent.testing.fake_model_server import (
 )
 
 ALL = (*PROVIDERS, "openai_decisions")
+KEY_B64 = base64.b64encode(KEY.encode()).decode()  # as a Basic auth header carries it
 # every provider with a plain JSON reply and, where the API streams, with server-sent events
 WIRE = [pytest.param(p, s, id=f"{p}-{'sse' if s else 'json'}") for p in ALL
         for s in (False, True) if not (s and p == "openai_decisions")]
@@ -269,6 +272,8 @@ def test_the_key_never_appears_in_errors_records_or_logs(make: Any, server: Any,
         [HTTPError(500), HTTPError(502, f"upstream said {KEY}")],
         [Malformed()], [Refusal()], [Empty()], [Drop(), Drop()],
         [HTTPError(401, f"bad key {KEY}")], [HTTPError(400, f"echo {KEY}")],
+        # a proxy echoing the Basic auth header it got: the key in its base64 form
+        [HTTPError(400, f"bad header Basic {KEY_B64}")],
     ]
     for provider in PROVIDERS:
         for stream in (False, True):
@@ -291,10 +296,12 @@ def test_the_key_never_appears_in_errors_records_or_logs(make: Any, server: Any,
     errors.append(e.value)
 
     assert len(errors) > 20 and replies
+    assert sum("bad header Basic ***" in str(e) for e in errors) == 2 * len(PROVIDERS)
     for err in errors:
         for link in _chain(err):
             assert KEY not in str(link) and KEY not in repr(link)
             assert KEY not in repr(vars(link))
+            assert KEY_B64 not in str(link) and KEY_B64 not in repr(vars(link))
         assert err.__cause__ is None and err.__context__ is None
     for r in replies:
         assert KEY not in repr(r)
@@ -302,6 +309,13 @@ def test_the_key_never_appears_in_errors_records_or_logs(make: Any, server: Any,
         assert KEY not in repr(rec.headers)
         assert KEY.encode() not in rec.raw
     assert KEY not in caplog.text
+
+
+def test_scrub_replaces_a_key_and_its_base64_form_and_nothing_shorter() -> None:
+    b64 = base64.b64encode(b"abcd").decode()
+    assert scrub(f"k=abcd b={b64}.", ["abcd"]) == "k=*** b=***."
+    assert scrub("k=abc", ["abc"]) == "k=abc"  # under 4 characters: no key, left alone
+    assert scrub("k=abcd", ["", "zzzz", "abcd"]) == "k=***"  # every secret, empties skipped
 
 
 # ---------------------------------------------------------------- retry policy units

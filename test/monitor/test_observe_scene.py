@@ -17,11 +17,13 @@ from solarian_agent.models.base import ModelError
 from solarian_agent.perception.observe_scene import (
     MAX_DESCRIPTION_CHARS,
     MAX_FRAME_BYTES,
+    TRUNCATION_MARK,
     AttentionEpisode,
     BusCamera,
     CameraFrame,
     ObserveSceneRejected,
     SceneObserver,
+    bound_description,
     effective_vision,
 )
 from solarian_agent.perception.vision import Description
@@ -157,6 +159,22 @@ def test_description_is_bounded_with_an_explicit_flag():
     obs, *_ = make(text="z" * MAX_DESCRIPTION_CHARS)
     res = obs.observe_scene("cup")
     assert len(res.description) == MAX_DESCRIPTION_CHARS and not res.truncated
+
+
+def test_description_bound_at_exactly_one_over() -> None:
+    """2,000 characters pass whole; 2,001 are cut to 2,000 with the mark, at a word's end."""
+    assert MAX_DESCRIPTION_CHARS == 2000
+    text = "a cup " * 333 + "zzz"  # 2,001 characters
+    assert len(text) == 2001
+    obs, *_ = make(text=text)
+    res = obs.observe_scene("cup")
+    assert res.truncated and len(res.description) <= MAX_DESCRIPTION_CHARS
+    keep = MAX_DESCRIPTION_CHARS - len(TRUNCATION_MARK)
+    assert res.description == text[:keep].rstrip() + TRUNCATION_MARK
+    assert bound_description("q" * 2001) == ("q" * keep + TRUNCATION_MARK, True)
+    assert len(bound_description("q" * 2001)[0]) == MAX_DESCRIPTION_CHARS
+    # the model's blank edges are no part of the description and count for nothing
+    assert bound_description("  " + "q" * 2000 + "\n") == ("q" * 2000, False)
 
 
 def test_image_bytes_are_not_kept_logged_or_returned():

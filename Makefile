@@ -10,7 +10,7 @@ ROS_WHEELS := $(VENV)/.ros-wheels
 ROS_BUILT := build/ros/.built
 INTERFACES := $(wildcard msg/*.msg srv/*.srv action/*.action)
 
-.PHONY: demo test bench lint typecheck clean venv ros ros-check
+.PHONY: demo test bench mutate lint typecheck clean venv ros ros-check
 
 venv: $(STAMP)
 
@@ -50,6 +50,13 @@ test: $(STAMP) $(ROS_BUILT)
 bench: $(STAMP) $(ROS_BUILT)
 	$(VENV)/bin/solarian-agent bench
 
+# mutation testing of the safety and correctness modules ([tool.mutmut] in pyproject.toml):
+# one worker, niced, stopped at MUTATE_BUDGET_S seconds (default 5400; mutants/ keeps the
+# results, so a second run goes on); not part of `make test`.  MODULE=path runs one module.
+# The report (test-artifacts/mutation/report.json) is `solarian-agent bench mutate`.
+mutate: $(STAMP)
+	$(PY) scripts/mutate.py $(if $(MODULE),--module $(MODULE))
+
 lint: $(STAMP)
 	$(PY) -m ruff check solarian_agent test scripts
 
@@ -57,4 +64,4 @@ typecheck: $(STAMP)
 	$(PY) -m mypy
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info mutants

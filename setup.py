@@ -56,6 +56,8 @@ setup(
             "mypy>=1.10",
             "selenium>=4.20",
             "types-PyYAML",
+            # `make mutate` (mutation testing; not part of `make test`)
+            "mutmut>=3.3,<4",
         ],
     },
     entry_points={

@@ -32,6 +32,8 @@ SUITES = {
     "ros": "solarian_agent.ros.bench",  # real rclpy (make ros); the node graph as processes
     "recording": "solarian_agent.benchmarks.recording",
     "routing": "solarian_agent.benchmarks.routing",
+    # reads the last `make mutate` report (runs nothing; "not run" without one)
+    "mutate": "solarian_agent.benchmarks.mutate",
 }
 
 

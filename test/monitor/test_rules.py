@@ -213,3 +213,122 @@ def test_build_monitor_from_the_agent_config():
     rig.catalogue = [grip_tool(progress({"do": "finish", "value": "holding", "then": "x"}))]
     with pytest.raises(MonitorConfigError, match="names no tool"):
         build_monitor(bus=rig.bus, clock=rig.clock, config=cfg)
+
+
+# ----------------------------------------------------------------- exact reasons (issue 23)
+
+@pytest.mark.parametrize("rule, message", [
+    ("finish", "skills.grip.monitor[0].when[0]: a rule must be a mapping, got str"),
+    ({"do": "finish", "value": "holding", "until": 3},
+     "skills.grip.monitor[0].when[0].until: unknown key; allowed: after_s, consecutive, do, "
+     "then, threshold, value"),
+    ({"do": "stop", "value": "holding"},
+     "skills.grip.monitor[0].when[0].do: must be one of finish, fail, escalate, got 'stop'"),
+    ({"do": "finish", "value": "held"},
+     "skills.grip.monitor[0].when[0].value: must be one of "
+     + ", ".join(PROGRESS["choices"]) + ", got 'held'"),
+    ({"do": "finish", "value": "holding", "threshold": 1.5},
+     "skills.grip.monitor[0].when[0].threshold: must be a number from 0 to 1, got 1.5"),
+    ({"do": "finish", "value": "holding", "threshold": True},
+     "skills.grip.monitor[0].when[0].threshold: must be a number from 0 to 1, got True"),
+    ({"do": "finish", "value": "holding", "consecutive": 0},
+     "skills.grip.monitor[0].when[0].consecutive: must be an integer >= 1, got 0"),
+    ({"do": "finish", "value": "holding", "consecutive": True},
+     "skills.grip.monitor[0].when[0].consecutive: must be an integer >= 1, got True"),
+    ({"do": "finish", "value": "holding", "consecutive": 2.0},
+     "skills.grip.monitor[0].when[0].consecutive: must be an integer >= 1, got 2.0"),
+    ({"do": "finish", "value": "holding", "after_s": -1},
+     "skills.grip.monitor[0].when[0].after_s: must be a number >= 0, got -1"),
+    ({"do": "finish", "value": "holding", "then": 3},
+     "skills.grip.monitor[0].when[0].then: must name a tool, got 3"),
+    ({"do": "escalate", "value": "holding", "then": "carry"},
+     "skills.grip.monitor[0].when[0].then: only a finish or fail rule starts a tool "
+     "(escalate leaves the action running)"),
+    ({"do": "finish", "value": "holding", "then": "jump"},
+     "skills.grip.monitor[0].when[0].then: names no tool: 'jump'; tools: carry, place"),
+])
+def test_bad_rules_say_exactly_what_and_where(rule, message):
+    with pytest.raises(MonitorConfigError) as e:
+        parse_questions("grip", progress(rule), {"carry", "place"})
+    assert str(e.value) == message
+
+
+def test_rule_limits_are_inclusive_and_the_defaults():
+    (q,) = parse_questions("grip", progress(
+        {"do": "finish", "value": "holding", "threshold": 0},
+        {"do": "fail", "value": "holding", "threshold": 1, "consecutive": 3, "after_s": 0,
+         "then": "carry"},
+        {"do": "escalate", "value": "holding"}), {"carry"})
+    assert [r.as_dict() for r in q.rules] == [
+        {"do": "finish", "value": "holding", "threshold": 0.0},
+        {"do": "fail", "value": "holding", "threshold": 1.0, "consecutive": 3,
+         "then": "carry"},
+        {"do": "escalate", "value": "holding"}]
+    r = q.rules[2]
+    assert (r.threshold, r.consecutive, r.after_s, r.then) == (None, 1, 0.0, "")
+    (p,) = parse_questions("grip", [{"name": "x", "when": [
+        {"do": "finish", "value": True}, {"do": "fail", "value": False, "after_s": 2.5}]}],
+        None)
+    assert [r.as_dict() for r in p.rules] == [
+        {"do": "finish", "value": "true"}, {"do": "fail", "value": "false", "after_s": 2.5}]
+    with pytest.raises(MonitorConfigError) as e:
+        parse_questions("grip", [{"name": "x", "when": {"do": "finish", "value": "maybe"}}])
+    assert str(e.value) == ("skills.grip.monitor[0].when.value: a predicate's value is true or "
+                            "false, got 'maybe'")
+    # no tool list: any then is taken as it is
+    (t,) = parse_questions("grip", [{"name": "x", "when": {"do": "finish", "then": "any"}}])
+    assert t.rules[0].then == "any"
+
+
+@pytest.mark.parametrize("questions, message", [
+    (["x"], "skills.grip.monitor[0]: a question must be a mapping, got str"),
+    ([{"name": "x", "colour": "red"}],
+     "skills.grip.monitor[0].colour: unknown key; allowed: camera, choices, instructions, "
+     "name, type, when"),
+    ([{"name": "x"}, {"name": "y"}, {"name": "x"}],
+     "skills.grip.monitor[2].name: question 'x' appears twice"),
+    ([{"name": "watch_for_1"}], "skills.grip.monitor[0].name: 'watch_for_1' is reserved"),
+    ([{"name": "check_agent_action"}],
+     "skills.grip.monitor[0].name: 'check_agent_action' is reserved"),
+])
+def test_bad_questions_say_exactly_what_and_where(questions, message):
+    with pytest.raises(MonitorConfigError) as e:
+        parse_questions("grip", questions)
+    assert str(e.value) == message
+
+
+def test_watch_for_questions_are_numbered_predicates_with_the_condition():
+    from solarian_agent.core.monitor_rules import WATCH_FOR_RULE, watch_for_questions
+    a, b = watch_for_questions(["  the cup falls ", "arm hits the table"])
+    assert (a.name, b.name) == ("watch_for_1", "watch_for_2")
+    assert a.question.type == "predicate" and a.watch_for == "the cup falls"
+    assert a.question.instructions == (
+        "True when this holds: the cup falls  (The planner added this condition; it must "
+        "stay false while the action goes as it should.)")
+    assert a.rules == (WATCH_FOR_RULE,) and b.rules == (WATCH_FOR_RULE,)
+    assert WATCH_FOR_RULE.as_dict() == {"do": "escalate", "value": "true", "threshold": 0.8,
+                                        "consecutive": 2, "after_s": 6.0}
+
+
+def test_condition_at_its_boundaries():
+    from solarian_agent.core.monitor_rules import Rule, condition
+    r = Rule("finish", "holding", threshold=0.7, after_s=2.0)
+    yes = MonitorAnswer("progress", "holding", 0.7)
+    assert condition(r, yes, 2.0) == "met"  # at after_s exactly, at the threshold exactly
+    assert condition(r, yes, 1.99) == "early"
+    assert condition(r, None, 2.0) == "none"
+    assert condition(r, MonitorAnswer("progress", "holding", 0.69), 3.0) == "below_floor"
+    assert condition(r, MonitorAnswer("progress", "open", 0.9), 3.0) == "unmet"
+    assert condition(Rule("finish", "holding"), MonitorAnswer("progress", "holding", 0.01),
+                     0.0) == "met"
+
+
+def test_an_escalated_rule_does_not_keep_later_rules_from_firing():
+    from solarian_agent.core.monitor_rules import QuestionSpec, Rule
+    from solarian_agent.core.vision import MonitorQuestion
+    spec = QuestionSpec(MonitorQuestion("q", "predicate", "?"),
+                        (Rule("escalate", "true"), Rule("fail", "true", consecutive=2)))
+    st = RuleState(spec)
+    yes = MonitorAnswer("q", "true", 0.9)
+    assert [(r.do, n) for r, n in st.feed(yes, 0.0)] == [("escalate", 1)]
+    assert [(r.do, n) for r, n in st.feed(yes, 0.1)] == [("fail", 2)]

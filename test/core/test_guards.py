@@ -192,3 +192,114 @@ def test_a_reply_from_an_older_generation_is_discarded_while_the_run_goes_on(
     kinds = [e["kind"] for e in read_events(log)]
     assert "planner_reply_discarded" in kinds
     assert "skill_started" not in kinds
+
+
+# ------------------------------------------------------------------ executor services
+
+class Forever(Skill):
+    description = "Runs until stopped (test skill)."
+    ends_by_itself = False
+    resources = ("arm",)
+
+    def on_stop(self, reason: str) -> None:
+        STOPS.append(reason)
+
+
+class Crashes(Skill):
+    description = "Its tick raises inside the harness (a non-mapping result; test skill)."
+    resources = ("cam",)
+
+    def tick(self) -> None:
+        self.result = None  # type: ignore[assignment]
+        self.done = True
+
+    def on_stop(self, reason: str) -> None:
+        STOPS.append(reason)
+
+
+STOPS: list[Any] = []
+
+
+def _executor(trackers: Any = None) -> tuple[Bus, SkillExecutor, list[Any]]:
+    STOPS.clear()
+    bus = Bus()
+    ex = SkillExecutor(bus, FakeClock(), {"forever": Tool(Forever), "crash": Tool(Crashes),
+                                          "pick": Tool(Pointed)}, {}, trackers=trackers)
+    events: list[Any] = []
+    bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=events.append,
+                  qos=QoS(depth=500))
+    return bus, ex, events
+
+
+def test_the_advance_service_and_operator_events_name_reason_and_who() -> None:
+    from solarian_agent.core.messages import OperatorEvent
+    bus, ex, events = _executor()
+    assert bus.call(names.EXECUTOR_ADVANCE, {"reason": "cancel", "by": "operator"}) == 2
+    assert bus.call(names.EXECUTOR_ADVANCE, {}) == 3
+    bus.publisher(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT).publish(
+        OperatorEvent("key", {"key": "w"}))
+    adv = [e.data for e in events if e.kind == "generation_advanced"]
+    assert adv == [{"generation": 2, "reason": "cancel", "by": "operator"},
+                   {"generation": 3, "reason": "", "by": "agent"},
+                   {"generation": 4, "reason": "operator key", "by": "operator"}]
+
+
+def test_the_conclude_service_answers_exactly() -> None:
+    bus, ex, _ = _executor()
+    h = bus.send_goal("skills/forever", SkillGoal("forever", {}, 1, "a1"))
+    ex.tick()
+
+    def conclude(**req: Any) -> Any:
+        return bus.call(names.SKILL_CONCLUDE, req)
+
+    assert conclude(action_id="a1", outcome="done", generation=1) == {
+        "ok": False, "reason": "outcome must be succeeded|failed|stopped, got 'done'"}
+    assert conclude(action_id="a1", outcome="failed") == {
+        "ok": False, "reason": "stale generation -1 < 1"}
+    assert conclude(outcome="failed", generation=1) == {
+        "ok": False, "reason": "action  is not running"}
+    assert conclude(action_id="a9", outcome="failed", generation=1) == {
+        "ok": False, "reason": "action a9 is not running"}
+    assert conclude(action_id="a1", outcome="failed", generation=1,
+                    reason="monitor: dropped") == {"ok": True, "reason": ""}
+    assert conclude(action_id="a1", outcome="succeeded", generation=1,
+                    reason="monitor: holding after all") == {"ok": True, "reason": ""}
+    ex.tick()
+    assert h.result.outcome == "failed" and h.result.reason == "monitor: dropped"
+    assert h.result.data["skill_reasons"] == ["monitor: holding after all"]
+    assert STOPS == ["monitor: dropped"]
+
+
+def test_cancel_answers_and_reasons() -> None:
+    bus, ex, _ = _executor()
+    running = bus.send_goal("skills/forever", SkillGoal("forever", {}, 1, "a1"))
+    ex.tick()
+    waiting = bus.send_goal("skills/crash", SkillGoal("crash", {}, 1, "a2"))
+    assert waiting.cancel() is True
+    assert waiting.result.outcome == "stopped"
+    assert waiting.result.reason == "cancelled before it started"
+    assert running.cancel() is True
+    assert running.cancel() is True  # asked twice: still accepted, the first reason stands
+    ex.tick()
+    assert running.result.outcome == "stopped" and running.result.reason == "cancel requested"
+    assert STOPS == ["cancel requested"]
+    # a handle the executor never had (its goal ended): refused
+    assert ex._on_cancel(running) is False
+
+
+def test_a_crash_in_a_tick_ends_that_action_with_the_reason_and_its_trackers() -> None:
+    tracker = RecordingTracker()
+    bus, ex, events = _executor(tracker)
+    p1 = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "a0"))
+    h = bus.send_goal("skills/crash", SkillGoal("crash", {}, 1, "a1"))
+    ex.tick()  # pick succeeds at once (its tick finishes), crash starts
+    ex.tick()
+    assert p1.result.outcome == "succeeded"
+    assert h.result.outcome == "failed"
+    assert h.result.reason.startswith("harness error in crash: ")
+    assert h.result.action_id == "a1"
+    err = next(e.data for e in events if e.kind == "skill_error")
+    assert err["action_id"] == "a1" and err["skill"] == "crash"
+    assert err["error"] == h.result.reason and "Traceback" in err["traceback"]
+    assert [h.result.reason] == STOPS
+    assert ex.running == {}

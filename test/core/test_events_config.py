@@ -82,3 +82,18 @@ def test_bad_yaml_file(tmp_path):
     p.write_text("agent: [unclosed")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_agent_config(p)
+
+
+def test_the_dropped_list_keeps_the_last_hundred_and_counts_them_all():
+    q = EventQueue(1, "reject_new")
+    q.put(Event("user", "chat", "kept"))
+    for i in range(101):
+        assert q.put(Event("user", "chat", f"lost {i}")) is False
+    assert q.dropped_count == 101
+    assert len(q.dropped) == 100
+    assert q.dropped[0].content == "lost 1" and q.dropped[-1].content == "lost 100"
+    q2 = EventQueue(1, "reject_new")
+    q2.put(Event("user", "chat", "kept"))
+    for i in range(100):
+        q2.put(Event("user", "chat", f"lost {i}"))
+    assert len(q2.dropped) == 100 and q2.dropped[0].content == "lost 0"

@@ -89,3 +89,11 @@ def test_register_helpers(sim: SimulatedBus, bus: FeetechBus) -> None:
     assert (sim.goal(3), sim.goal(4)) == (1000, 3000)
     assert sim.position(3) == 1000  # torque on, instant servo
     assert sim.position(4) == 2048  # torque off: the goal does not move it
+
+
+def test_a_write_may_go_to_every_servo_at_once_but_not_past_the_broadcast_id() -> None:
+    pkt = P.write_packet(P.BROADCAST_ID, 40, b"\x01")
+    assert pkt[2] == P.BROADCAST_ID
+    assert P.write_packet(1, 40, b"\x01")[2] == 1
+    with pytest.raises(ValueError, match="servo id 255 outside 0..254"):
+        P.write_packet(P.BROADCAST_ID + 1, 40, b"\x01")

@@ -127,3 +127,71 @@ def test_watchdog_with_fake_clock() -> None:
     assert wd.expired()
     with pytest.raises(ValueError):
         CommandWatchdog(0.0, clock)
+
+
+# ------------------------------------------------------------ exact reasons and edges (issue 23)
+
+J = {"lower": -1.0, "upper": 1.0, "max_velocity": 2.0}
+
+
+@pytest.mark.parametrize("data, message", [
+    ([1], "cal.arm: expected a mapping, got list"),
+    ({}, "cal.arm.joints: expected a non-empty mapping of joints"),
+    ({"joints": {}}, "cal.arm.joints: expected a non-empty mapping of joints"),
+    ({"joints": [1]}, "cal.arm.joints: expected a non-empty mapping of joints"),
+    ({"joints": {"a": 3}}, "cal.arm.joints.a: expected a mapping, got int"),
+    ({"joints": {"a": {"lower": 0}}}, "cal.arm.joints.a: missing ['upper', 'max_velocity']"),
+    ({"joints": {"a": {**J, "lower": "low"}}},
+     "cal.arm.joints.a: could not convert string to float: 'low'"),
+    ({"joints": {"a": {**J, "lower": 2.0}}},
+     "cal.arm.joints.a: joint 'a': lower (2.0) must be below upper (1.0)"),
+    ({"joints": {"a": J}, "max_step": 0},
+     "cal.arm.max_step: ArmLimits: max_step must be a finite number > 0, got 0.0"),
+    ({"joints": {"a": J}, "max_step": "big"},
+     "cal.arm.max_step: could not convert string to float: 'big'"),
+])
+def test_limits_config_errors_name_the_path_and_the_reason(data, message) -> None:
+    with pytest.raises(ConfigError) as e:
+        ArmLimits.from_mapping(data, where="cal.arm")
+    assert str(e.value) == message
+
+
+def test_limits_from_a_mapping_and_a_yaml_file(tmp_path: Path) -> None:
+    lim = ArmLimits.from_mapping({"joints": {"a": J, "b": {**J, "upper": 3}}})
+    assert lim.max_step == 0.1 and lim.names == ("a", "b")
+    assert lim.joint("b").upper == 3.0 and lim.joint("a").max_velocity == 2.0
+    with pytest.raises(ConfigError) as e:
+        ArmLimits.from_mapping([])
+    assert str(e.value) == "arm: expected a mapping, got list"
+    good = tmp_path / "arm.yaml"
+    good.write_text("arm:\n  max_step: 0.2\n  joints:\n    a: {lower: -1, upper: 1, "
+                    "max_velocity: 2}\n    é: {lower: 0, upper: 1, max_velocity: 1}\n",
+                    encoding="utf-8")
+    lim = ArmLimits.from_yaml(good)
+    assert lim.max_step == 0.2 and lim.names == ("a", "é")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("joints: {}\n")
+    with pytest.raises(ConfigError) as e:
+        ArmLimits.from_yaml(bad)
+    assert str(e.value) == f"{bad}: expected a top-level 'arm:' block"
+    bad.write_text("- arm\n")
+    with pytest.raises(ConfigError, match="expected a top-level 'arm:' block"):
+        ArmLimits.from_yaml(bad)
+    bad.write_text("arm:\n  joints: {}\n")
+    with pytest.raises(ConfigError) as e:
+        ArmLimits.from_yaml(bad)
+    assert str(e.value) == f"{bad}:arm.joints: expected a non-empty mapping of joints"
+
+
+def test_within_limits_at_its_edges() -> None:
+    lim = ArmLimits.from_mapping({"joints": {"a": J, "b": J}})
+    assert within_limits(lim, {"a": -1.0, "b": 1.0})  # the window is closed
+    assert within_limits(lim, {})
+    assert not within_limits(lim, {"a": -1.001})
+    assert not within_limits(lim, {"b": 1.001})
+    assert within_limits(lim, {"a": -1.001, "b": 1.001}, tol=0.002)
+    assert not within_limits(lim, {"a": -1.003}, tol=0.002)
+    assert not within_limits(lim, {"b": 1.003}, tol=0.002)
+    assert not within_limits(lim, {"a": 0.0, "c": 0.0})  # an unknown joint
+    assert not within_limits(lim, {"a": math.nan})
+    assert not within_limits(lim, {"a": 0.0, "b": math.inf})

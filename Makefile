@@ -52,10 +52,11 @@ bench: $(STAMP) $(ROS_BUILT)
 
 # mutation testing of the safety and correctness modules ([tool.mutmut] in pyproject.toml):
 # one worker, niced, stopped at MUTATE_BUDGET_S seconds (default 5400; mutants/ keeps the
-# results, so a second run goes on); not part of `make test`.  MODULE=path runs one module.
+# results, so a second run goes on); not part of `make test`.  MODULE=path runs one module;
+# RETEST=1 reruns only the mutants not killed yet (after new tests).
 # The report (test-artifacts/mutation/report.json) is `solarian-agent bench mutate`.
 mutate: $(STAMP)
-	$(PY) scripts/mutate.py $(if $(MODULE),--module $(MODULE))
+	$(PY) scripts/mutate.py $(if $(MODULE),--module $(MODULE)) $(if $(RETEST),--retest)
 
 lint: $(STAMP)
 	$(PY) -m ruff check solarian_agent test scripts

@@ -1,12 +1,13 @@
 """``make mutate``: mutation testing of the modules that hold the safety and correctness
 promises (mutmut 3, configured in pyproject.toml ``[tool.mutmut]``), then its report.
 
-    python scripts/mutate.py [--budget-s S] [--module PATH ...] [--report-only]
+    python scripts/mutate.py [--budget-s S] [--module PATH ...] [--retest] [--report-only]
 
 mutmut runs with one worker under ``nice -n 10`` (the machine is shared) and stops at the
 time budget; its results are kept in ``mutants/`` (git-ignored), so a later run goes on where
 this one stopped.  ``--module`` runs only the named modules' mutants (module by module when the
-whole set does not fit the budget).  The report (``test-artifacts/mutation/report.json``: per
+whole set does not fit the budget); ``--retest`` runs again only the mutants not killed yet
+(after tests were added for them).  The report (``test-artifacts/mutation/report.json``: per
 module the mutants, killed, survived, not yet checked and the survivors by name, with the
 commit and time it was measured at) is what ``solarian-agent bench mutate`` shows.  It is not
 part of ``make test`` or CI.
@@ -89,6 +90,18 @@ def module_report(path: str, root: Path = ROOT) -> dict[str, object]:
             "untested": [s.removeprefix(dotted(path) + ".") for s in no_tests]}
 
 
+def not_killed(paths: list[str], root: Path = ROOT) -> list[str]:
+    """The mutants of ``paths`` that survived, were reached by no test or are unchecked."""
+    out: list[str] = []
+    for path in paths:
+        meta = root / "mutants" / (path + ".meta")
+        if meta.exists():
+            codes = json.loads(meta.read_text())["exit_code_by_key"]
+            out += sorted(k for k, c in codes.items()
+                          if c is None or c == 0 or c in NO_TESTS)
+    return out
+
+
 def git(*args: str) -> str:
     try:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
@@ -133,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         "MUTATE_BUDGET_S", 5400)), help="stop mutmut after this many seconds (default 5400)")
     ap.add_argument("--module", action="append", default=[],
                     help="only this module's mutants (a path from [tool.mutmut] only_mutate)")
+    ap.add_argument("--retest", action="store_true",
+                    help="run again only the mutants not yet killed (survived, reached by no "
+                         "test, not checked) of the modules: after new tests were added")
     ap.add_argument("--report-only", action="store_true",
                     help="write the report from the results in mutants/ without running")
     args = ap.parse_args(argv)
@@ -143,7 +159,11 @@ def main(argv: list[str] | None = None) -> int:
                      f"{', '.join(known)}")
     t0 = time.monotonic()
     status = 0
-    if not args.report_only:
+    if args.retest:
+        names = not_killed(args.module or known)
+        print(f"retesting {len(names)} mutants not killed yet", flush=True)
+        status = run_mutmut(names, args.budget_s) if names else 0
+    elif not args.report_only:
         status = run_mutmut([dotted(m) + ".*" for m in args.module], args.budget_s)
     report = write_report(time.monotonic() - t0, status)
     from solarian_agent.benchmarks import format_table

@@ -321,3 +321,86 @@ def test_openai_vision_model_takes_precedence_and_the_key_stays_in_the_environme
     assert build_vision_backend("openai-responses", c, env=env).model == "general"
     assert "sk-test" not in repr(b) and build_vision_backend("none") is None
     assert build_vision_backend("cv").name == "cv"
+
+
+# ------------------------------------------------------------ exact reasons and fields (issue 23)
+
+def reason(fn):
+    with pytest.raises(ObserveSceneRejected) as e:
+        fn()
+    return e.value.code, str(e.value)
+
+
+@pytest.mark.parametrize("focus, message", [
+    (12, "focus must be a string, got int"),
+    ("  ", "focus must not be empty"),
+    ("x" * 301, "focus has 301 characters; at most 300 are allowed"),
+    ("a\x07b\x08c\x0bd\x0ce", "focus contains control characters ('\\x07', '\\x08', '\\x0b')"),
+    ("surrogate \ud800 here", "focus contains control characters ('\\ud800')"),
+    ("private \ue000 use", "focus contains control characters ('\\ue000')"),
+    ("unassigned \u0378 here", "focus contains control characters ('\\u0378')"),
+    ("para\u2029sep", "focus contains control characters ('\\u2029')"),
+])
+def test_focus_rejections_say_exactly_why(focus, message):
+    obs, *_ = make()
+    assert reason(lambda: obs.observe_scene(focus))[1] == message
+
+
+def test_a_focus_with_plain_spaces_inside_is_fine():
+    obs, *_ = make()
+    assert obs.observe_scene("the red  cup").focus == "the red  cup"
+
+
+def test_each_refusal_says_exactly_why():
+    obs, *_ = make(backend=None)
+    assert reason(lambda: obs.observe_scene("cup")) == (
+        "no_vision", "no vision backend is configured (runtime.vision is none)")
+    obs, *_ = make(app=False)
+    assert reason(lambda: obs.observe_scene("cup")) == (
+        "not_running", "the application is not running")
+    obs, *_ = make(running=False)
+    assert reason(lambda: obs.observe_scene("cup")) == (
+        "camera_not_running", "the configured camera 'wrist' is not running")
+    obs, cam, *_ = make()
+    cam.error = OSError("usb gone")
+    assert reason(lambda: obs.observe_scene("cup")) == (
+        "capture_failed", "capture failed: OSError: usb gone")
+    obs, cam, *_ = make()
+    obs._capture = lambda: None
+    assert reason(lambda: obs.observe_scene("cup")) == (
+        "no_frame", "camera 'wrist' has no current frame")
+    obs, *_ = make(size=MAX_FRAME_BYTES + 1)
+    assert reason(lambda: obs.observe_scene("cup")) == (
+        "frame_too_large", f"the frame is {MAX_FRAME_BYTES + 1} bytes; at most "
+        f"{MAX_FRAME_BYTES} (4 MiB) are sent, so nothing was sent")
+    obs, *_ = make(error=ModelError("timeout", "slow"))
+    assert reason(lambda: obs.observe_scene("cup")) == (
+        "interpretation_failed", "the vision model failed (timeout): slow")
+    obs, *_ = make(error=ValueError("bad json"))
+    assert reason(lambda: obs.observe_scene("cup")) == (
+        "interpretation_failed", "the vision backend failed: ValueError: bad json")
+
+
+def test_the_backend_gets_the_frame_as_captured_and_the_result_says_where_from():
+    seen = []
+
+    class Seeing(Backend):
+        def describe(self, frame, focus, *, timeout_s):
+            seen.append((frame.media_type, frame.width, frame.height, frame.camera,
+                         frame.pixels.shape, focus, timeout_s))
+            return Description("a cup", model="")  # no model named: the backend's
+
+    clock = FakeClock()
+    cam = Camera(clock)
+    obs = SceneObserver(clock, Seeing(), cam.capture, camera="wrist",
+                        camera_running=lambda: True, app_running=lambda: True)
+    assert obs.calls == 0
+    res = obs.observe_scene("cup")
+    res2 = obs.observe_scene("tray")
+    assert obs.calls == 2
+    assert seen[0] == ("image/jpeg", 640, 480, "wrist", (4, 4, 3), "cup", obs.timeout_s)
+    assert obs.timeout_s is not None and obs.timeout_s > 0
+    assert (res.backend, res.model, res.camera, res.frame_bytes) == (
+        "fake", "fake-vision", "wrist", 1000)
+    assert res.observed_at_wall == clock.wall() and res.captured_at == clock.now() - 0.05
+    assert 0 <= res.latency_s < 5 and res2.focus == "tray"

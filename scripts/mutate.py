@@ -51,7 +51,8 @@ def run_mutmut(names: list[str], budget_s: float) -> int:
     the budget ran out: the results so far are kept)."""
     cmd = ["nice", "-n", "10", str(Path(sys.executable).parent / "mutmut"), "run",
            "--max-children", "1", *names]
-    print("+", " ".join(cmd), flush=True)
+    shown = cmd[:7] + ([f"... ({len(names)} mutant names)"] if len(names) > 3 else names)
+    print("+", " ".join(shown), flush=True)
     proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
     try:
         return proc.wait(timeout=budget_s)

@@ -97,3 +97,12 @@ def test_the_dropped_list_keeps_the_last_hundred_and_counts_them_all():
     for i in range(100):
         q2.put(Event("user", "chat", f"lost {i}"))
     assert len(q2.dropped) == 100 and q2.dropped[0].content == "lost 0"
+
+
+def test_an_event_as_a_dict():
+    e = Event("monitor", "verdict", "dropped it", {"action_id": "a1"}, "interrupt",
+              "monitor_flag")
+    assert e.as_dict() == {"source": "monitor", "channel": "verdict", "content": "dropped it",
+                           "context": {"action_id": "a1"}, "urgency": "interrupt",
+                           "kind": "monitor_flag", "seq": e.seq}
+    assert Event("user", "chat", "x").seq > e.seq

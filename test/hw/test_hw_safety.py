@@ -195,3 +195,29 @@ def test_within_limits_at_its_edges() -> None:
     assert not within_limits(lim, {"a": 0.0, "c": 0.0})  # an unknown joint
     assert not within_limits(lim, {"a": math.nan})
     assert not within_limits(lim, {"a": 0.0, "b": math.inf})
+
+
+@pytest.mark.parametrize("data, message", [
+    ([1, 2], "ws: expected a mapping with x, y, z, got [1, 2]"),
+    ({"x": [0, 1], "w": [0, 1]}, "ws.w: unknown key; allowed keys: x, y, z"),
+    ({"y": [0]}, "ws.y: must be [lo, hi], got [0]"),
+    ({"z": 5}, "ws.z: must be [lo, hi], got 5"),
+    ({"x": [1, 0]}, "ws: workspace.x must be [lo, hi] with lo < hi, got (1.0, 0.0)"),
+])
+def test_workspace_config_errors_name_the_path_and_the_reason(data, message) -> None:
+    from solarian_agent.arm.safety import Workspace
+    with pytest.raises(ConfigError) as e:
+        Workspace.from_mapping(data, where="ws")
+    assert str(e.value) == message
+
+
+def test_workspace_from_a_mapping_keeps_the_defaults_it_is_not_given() -> None:
+    from solarian_agent.arm.safety import Workspace
+    d = Workspace()
+    w = Workspace.from_mapping({"z": [0.01, 0.4]})
+    assert (w.x, w.y, w.z) == (d.x, d.y, (0.01, 0.4))
+    w = Workspace.from_mapping({"x": (-0.1, 0.2), "y": [-0.3, 0.3], "z": [0, 1]})
+    assert (w.x, w.y, w.z) == ((-0.1, 0.2), (-0.3, 0.3), (0.0, 1.0))
+    with pytest.raises(ConfigError) as e:
+        Workspace.from_mapping("box")
+    assert str(e.value) == "workspace: expected a mapping with x, y, z, got 'box'"

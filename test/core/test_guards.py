@@ -20,7 +20,7 @@ from solarian_agent.core.executor import SkillExecutor, TrackerResult
 from solarian_agent.core.messages import SkillGoal
 from solarian_agent.core.model_caller import ModelCaller
 from solarian_agent.core.skill import Skill, Tool, TrackerRequest
-from solarian_agent.core.transport import Bus, QoS
+from solarian_agent.core.transport import LATCHED, Bus, QoS
 from solarian_agent.models.base import ModelRequest
 from solarian_agent.models.scripted import reply
 from solarian_agent.testing.harness import make_harness
@@ -303,3 +303,92 @@ def test_a_crash_in_a_tick_ends_that_action_with_the_reason_and_its_trackers() -
     assert err["error"] == h.result.reason and "Traceback" in err["traceback"]
     assert [h.result.reason] == STOPS
     assert ex.running == {}
+
+
+def test_an_operator_estop_latches_the_executor_until_its_reset() -> None:
+    """The arm driver announces its latched e-stop as an operator event: no skill starts,
+    whoever asks, until the reset is announced."""
+    from solarian_agent.core.messages import OperatorEvent
+    bus, ex, events = _executor()
+    ops = bus.publisher(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT)
+    ops.publish(OperatorEvent("estop", {}))
+    assert ex.estop_latched is True
+    h = bus.send_goal("skills/forever", SkillGoal("forever", {}, ex.generation, "op-1"))
+    assert h.result.outcome == "refused"
+    assert h.result.reason == "refused: the e-stop is latched; the operator must reset it first"
+    ops.publish(OperatorEvent("key", {"key": "w"}))  # any other event leaves the latch alone
+    assert ex.estop_latched is True
+    ops.publish(OperatorEvent("estop_reset", {}))
+    assert ex.estop_latched is False
+    ops.publish(OperatorEvent("click", {}))
+    assert ex.estop_latched is False
+    ok = bus.send_goal("skills/forever", SkillGoal("forever", {}, ex.generation, "op-2"))
+    ex.tick()
+    assert not ok.done and "op-2" in ex.running
+    reasons = [e.data["reason"] for e in events if e.kind == "generation_advanced"]
+    assert reasons == ["operator estop", "operator key", "operator estop_reset",
+                       "operator click"]
+    gen = bus.subscribe(names.EXECUTOR_GENERATION, names.T_GENERATION, qos=LATCHED).latest()
+    assert (gen.value, gen.reason) == (ex.generation, "operator click")
+
+
+def test_advancing_the_generation_stops_a_running_action_with_the_reason() -> None:
+    bus, ex, events = _executor()
+    h = bus.send_goal("skills/forever", SkillGoal("forever", {}, 1, "a1"))
+    ex.tick()
+    bus.call(names.SKILL_CONCLUDE, {"action_id": "a1", "outcome": "succeeded",
+                                    "generation": 1, "reason": "first"})
+    ex.advance_generation("reset", "operator")  # a stop already asked for stands
+    ex.tick()
+    assert h.result.outcome == "succeeded" and h.result.reason == "first"
+    h2 = bus.send_goal("skills/forever", SkillGoal("forever", {}, 2, "a2"))
+    ex.tick()
+    ex.advance_generation("takeover", "operator")
+    ex.tick()
+    assert h2.result.outcome == "stopped"
+    assert h2.result.reason == "takeover (generation advanced to 3)"
+    stop = [e for e in events if e.kind == "skill_stop"][-1]
+    assert stop.data == {"by": "agent", "skill": "forever", "action_id": "a2",
+                         "reason": "takeover (generation advanced to 3)"}
+    assert STOPS == ["first", "takeover (generation advanced to 3)"]
+
+
+class StopRaises(Skill):
+    description = "on_stop raises (test skill)."
+    ends_by_itself = False
+    parameters = {"type": "object", "properties": {"fail_start": {"type": "boolean"}}}
+
+    def start(self) -> None:
+        if self.params.get("fail_start"):
+            raise RuntimeError("start broke after moving")
+
+    def on_stop(self, reason: str) -> None:
+        STOPS.append(reason)
+        raise OSError("servo gone")
+
+
+def test_a_stop_that_raises_is_reported_and_the_loop_goes_on() -> None:
+    STOPS.clear()
+    bus = Bus()
+    ex = SkillExecutor(bus, FakeClock(), {"s": Tool(StopRaises)}, {})
+    events: list[Any] = []
+    bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=events.append,
+                  qos=QoS(depth=100))
+    h = bus.send_goal("skills/s", SkillGoal("s", {}, 1, "op-7"))
+    ex.tick()
+    h.cancel()
+    ex.tick()
+    assert h.result.outcome == "stopped" and STOPS == ["cancel requested"]
+    stop = next(e.data for e in events if e.kind == "skill_stop")
+    assert stop["by"] == "operator" and stop["action_id"] == "op-7"
+    err = next(e.data for e in events if e.kind == "skill_error")
+    assert err == {"action_id": "op-7", "skill": "s",
+                   "error": "on_stop raised OSError('servo gone')"}
+    f = bus.send_goal("skills/s", SkillGoal("s", {"fail_start": True}, 1, "a8"))
+    ex.tick()
+    assert f.result.outcome == "failed"
+    assert f.result.reason == "skill s could not start: RuntimeError('start broke after moving')"
+    assert STOPS[-1] == "could not start: RuntimeError('start broke after moving')"
+    errs = [e.data for e in events if e.kind == "skill_error"]
+    assert errs[-1] == {"action_id": "a8", "skill": "s",
+                        "error": "on_stop raised OSError('servo gone')"}

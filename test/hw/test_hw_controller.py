@@ -377,3 +377,53 @@ def test_an_estop_reset_clears_the_bus_fault_count(sim: SimulatedBus, arm: Feete
     sim.clear_faults()
     assert ctl.reset_estop() is True
     assert not ctl.bus_lost
+
+
+def test_hold_drops_the_target_and_holds_where_the_arm_is(sim: SimulatedBus,
+                                                          arm: FeetechArm) -> None:
+    ctl, clock, events = make(arm)
+    ctl.step()
+    ctl.command({"elbow_flex": 1.0})
+    r = tick(ctl, clock, 3)
+    assert r.mode == "tracking"
+    ctl.hold("operator asked")
+    assert ("hold", {"reason": "operator asked"}) in events
+    r = tick(ctl, clock)
+    at = r.state.positions["elbow_flex"]
+    assert r.mode == "holding" and r.goal["elbow_flex"] == pytest.approx(at, abs=2e-3)
+    for _ in range(5):
+        r = tick(ctl, clock)
+        assert r.mode == "holding" and r.goal["elbow_flex"] < 0.5
+    assert "watchdog" not in [k for k, _ in events]  # dropped by hold, not timed out
+
+
+def test_torque_off_follows_the_arm_and_torque_on_holds_where_it_is(sim: SimulatedBus,
+                                                                    arm: FeetechArm) -> None:
+    ctl, clock, _ = make(arm)
+    ctl.step()
+    ctl.command({"wrist_flex": 1.0})
+    ctl.disable_torque()
+    settle(sim, arm.bus)
+    assert not any(sim.torque(i) for i in range(1, 7))
+    sim.set_position(4, 2300)  # moved by hand while limp
+    r = tick(ctl, clock, 2)
+    assert r.mode == "torque_off"
+    moved = r.state.positions["wrist_flex"]
+    assert ctl.setpoint()["wrist_flex"] == pytest.approx(moved)  # no old target survives
+    ctl.enable_torque()
+    r = tick(ctl, clock)
+    settle(sim, arm.bus)
+    assert all(sim.torque(i) for i in range(1, 7))
+    assert r.mode == "holding" and sim.goal(4) == 2300  # no jump back, no old target
+    ctl.estop("stop")
+    with pytest.raises(EStopLatchedError):
+        ctl.enable_torque()
+
+
+def test_setpoint_before_any_goal_is_where_the_arm_is(sim: SimulatedBus,
+                                                      arm: FeetechArm) -> None:
+    ctl, clock, _ = make(arm)
+    assert ctl.setpoint() == {}
+    ctl.disable_torque()
+    r = tick(ctl, clock)
+    assert ctl.setpoint() == r.state.positions

@@ -90,8 +90,11 @@ class PlanQueue:
         identical to a step that failed before keeps its failures in a row (and stays
         ``failed`` unless it is now marked done or skipped)."""
         running = {(s.description, s.tool): s for s in self.steps if s.status == "running"}
+        # `and` or `or` here differ only for a step with failures that is done, skipped or
+        # running, and none carries its count: done and skipped have none left, a running one
+        # is taken by ``running`` (its status is not pending below): equivalent, not mutated
         tried = {(s.description, s.tool): s for s in self.steps
-                 if s.failures and s.status in ("pending", "failed")}
+                 if s.failures and s.status in ("pending", "failed")}  # pragma: no mutate
         new: list[PlanStep] = []
         for i, raw in enumerate(steps, start=1):
             st = PlanStep(i, str(raw["description"]), raw.get("tool"), raw.get("args"),

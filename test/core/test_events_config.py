@@ -106,3 +106,18 @@ def test_an_event_as_a_dict():
                            "context": {"action_id": "a1"}, "urgency": "interrupt",
                            "kind": "monitor_flag", "seq": e.seq}
     assert Event("user", "chat", "x").seq > e.seq
+
+
+def test_bad_queue_settings_and_interrupts_under_reject_new():
+    with pytest.raises(ValueError, match="^EventQueue maxsize must be >= 1, got 0$"):
+        EventQueue(0)
+    with pytest.raises(ValueError, match="^unknown overflow rule 'spill'$"):
+        EventQueue(2, "spill")
+    q = EventQueue(1, "reject_new")
+    assert q.put(Event("user", "chat", "routine"))
+    assert q.put(Event("operator", "ui", "stop", urgency="interrupt"))  # never refused
+    assert [e.content for e in q.dropped] == ["routine"]
+    full = EventQueue(1)
+    full.put(Event("operator", "ui", "stop", urgency="interrupt"))
+    assert full.put(Event("user", "chat", "later")) is False
+    assert [e.content for e in full.dropped] == ["later"] and full.dropped_count == 1

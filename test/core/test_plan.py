@@ -193,3 +193,19 @@ def test_render_and_as_list() -> None:
     assert call == "pick(" + ("text='" + "x" * 500)[:120] + ")"
     wide = queue({"description": "y" * 1000}).render()
     assert wide.startswith("1. [pending] " + "y" * 787 + "… [1013 characters in all")
+
+
+def test_follow_up_never_takes_a_step_before_its_own_and_survives_the_plan_end() -> None:
+    q = queue({"description": "look", "tool": "look"}, {"description": "pick", "tool": "pick"})
+    q.claim("pick", "a1")
+    s = q.follow_up("a1", "look", "a2")  # the look step lies before: not the next step
+    assert s is q.steps[1] and s.action_id == "a2"
+    assert (q.steps[0].status, q.steps[0].action_id) == ("pending", None)
+    q2 = queue({"description": "pick", "tool": "pick"})
+    q2.claim("pick", "b1")
+    assert q2.follow_up("b1", "place", "b2") is q2.steps[0]  # nothing after it
+
+
+def test_render_shows_the_model_text_as_it_is_on_one_line() -> None:
+    q = queue({"description": 'say "hi" \\ then', "tool": "look"})
+    assert q.render() == '1. [pending] say "hi" \\ then -> look()'

@@ -332,3 +332,12 @@ def test_an_escalated_rule_does_not_keep_later_rules_from_firing():
     yes = MonitorAnswer("q", "true", 0.9)
     assert [(r.do, n) for r, n in st.feed(yes, 0.0)] == [("escalate", 1)]
     assert [(r.do, n) for r, n in st.feed(yes, 0.1)] == [("fail", 2)]
+
+
+def test_a_then_with_no_tools_known_and_a_question_naming_its_camera():
+    with pytest.raises(MonitorConfigError) as e:
+        parse_questions("grip", [{"name": "x", "when": {"do": "finish", "then": "carry"}}],
+                        set())
+    assert str(e.value) == "skills.grip.monitor[0].when.then: names no tool: 'carry'; tools: none"
+    (q,) = parse_questions("grip", [{"name": "x", "camera": "wrist"}])
+    assert q.question.camera == "wrist"

@@ -38,8 +38,10 @@ CLOSED_APERTURE_MM = 5.0
 HOME_TIP_MM = (105.0, 0.0, 89.0)
 HOME_TOL_MM = 15.0
 
+# "finished by the monitor": a monitor finish rule ended the action as done (seed 003: the
+# skill succeeded; its follow-up, e.g. home_holding, was started by the harness)
 _OUTCOME = re.compile(r"Action ([\w-]+) \((\w+)\) (succeeded|failed|was stopped|was refused|"
-                      r"ran its limit)(.*)")
+                      r"ran its limit|finished by the monitor)(.*)")
 _MONITOR_FAIL = re.compile(r"The (?:monitor|controller check) failed action ([\w-]+) "
                            r"\((\w+)\)")
 _PLAN_LINE = re.compile(r"^(\d+)\. \[(\w+)\] (.+?)(?: -> (\w+)\((.*)\))?(?: \[[\w-]+\])?$")
@@ -198,7 +200,8 @@ class RequestState:
                 aid, tool, word, rest = mo.groups()
                 outcome = {"succeeded": "succeeded", "failed": "failed",
                            "was stopped": "stopped", "was refused": "refused",
-                           "ran its limit": "timed_out"}[word]
+                           "ran its limit": "timed_out",
+                           "finished by the monitor": "succeeded"}[word]
                 if aid in failed_by_monitor and outcome == "stopped":
                     outcome = "failed"
                 out.append(Outcome(aid, tool, outcome, line, _result_data(rest)))

@@ -59,6 +59,17 @@ def test_predictive_uses_fewer_tool_calls_than_step_verified_at_equal_success(
     assert pred["tool_calls"] < step["tool_calls"]
 
 
+def test_a_pick_the_monitor_finished_is_held_and_placed_next() -> None:
+    # the pick's finish rule ends it ("finished by the monitor") and home_holding follows;
+    # the planner reads that as a held object and places it (before: it re-picked the held
+    # cup until the turn budget, 78 picks and one place)
+    r = tidy.product_episode(12, "predictive", None)
+    assert [how for how, _ in r["picks"]] == ["monitor finish", "monitor finish"]
+    assert r["success"], r["summary"]
+    assert r["calls"]["pick_object"] == 2 and r["calls"]["place_at"] == 2
+    assert r["calls"]["home_holding"] == 2 and r["calls"]["verify_state"] == 1
+
+
 def test_a_claim_is_not_counted_when_the_fresh_check_disagrees(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from solarian_agent import task_check

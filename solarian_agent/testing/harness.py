@@ -80,6 +80,20 @@ class Wait(Skill):
             self.finish(reason="waited")
 
 
+class Home(Skill):
+    """Takes the arm 0.3 s and ends by itself: a monitor rule's ``then`` follow-up in tests."""
+
+    description = "Go home (test skill)."
+    resources = ("arm",)
+
+    def start(self) -> None:
+        self.end = self.ctx.clock.now() + 0.3
+
+    def tick(self) -> None:
+        if self.ctx.clock.now() >= self.end:
+            self.finish(reason="home")
+
+
 class MoveJoint(Skill):
     description = "Move the toy joint to a position (test skill)."
     parameters = {"type": "object", "properties": {"to": {"type": "number", "minimum": -5,

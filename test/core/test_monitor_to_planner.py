@@ -8,24 +8,12 @@ from solarian_agent.core.plan import PlanQueue
 from solarian_agent.core.skill import Skill, Tool
 from solarian_agent.core.transport import QoS
 from solarian_agent.models.scripted import reply
-from solarian_agent.testing.harness import Spin, Wait, make_harness
+from solarian_agent.testing.harness import Home, Spin, Wait, make_harness
 
 PROGRESS = {"name": "progress", "type": "choice",
             "choices": {"approaching": "a", "grasping": "g", "holding": "h", "failed": "f"},
             "when": [{"do": "escalate", "value": "failed", "threshold": 0.8,
                       "consecutive": 2}]}
-
-
-class Home(Skill):
-    description = "Go home (test skill)."
-    resources = ("arm",)
-
-    def start(self) -> None:
-        self.end = self.ctx.clock.now() + 0.3
-
-    def tick(self) -> None:
-        if self.ctx.clock.now() >= self.end:
-            self.finish(reason="home")
 
 
 class Watched(Skill):

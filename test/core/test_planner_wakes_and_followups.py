@@ -11,23 +11,11 @@ from solarian_agent.core.skill import Skill, Tool
 from solarian_agent.core.transport import QoS
 from solarian_agent.models.base import ImagePart
 from solarian_agent.models.scripted import reply
-from solarian_agent.testing.harness import Spin, Wait, make_harness
+from solarian_agent.testing.harness import Home, Spin, Wait, make_harness
 
 
 def last_user_text(req) -> str:
     return [m for m in req.messages if m.role == "user"][-1].text()
-
-
-class Home(Skill):
-    description = "Go home (test skill)."
-    resources = ("arm",)
-
-    def start(self) -> None:
-        self.end = self.ctx.clock.now() + 0.3
-
-    def tick(self) -> None:
-        if self.ctx.clock.now() >= self.end:
-            self.finish(reason="home")
 
 
 class NeedsArg(Skill):

@@ -202,6 +202,7 @@ class Bridge:
         self._watchdog: threading.Thread | None = None
         self._entities: list[Any] = []
         self.clients: dict[str, Any] = {}  # service name -> its rclpy client (bridged clients)
+        self.action_clients: dict[str, Any] = {}  # action name -> its rclpy action client
         self._warned: dict[str, float] = {}
         self._served_any = False  # an action server of this node ended a goal recently
         self.executor_thread: int | None = None  # set by the node's Spinner
@@ -447,10 +448,27 @@ class Bridge:
         return cv.to_ros(self.codec, cv.T_RESULT, result)
 
     # actions: calling (planner node) ----------------------------------------------------------
+    def wait_for_action_servers(self, timeout_s: float, stop: threading.Event
+                                ) -> list[str]:
+        """Wait (bounded; ends on ``stop``) until every action client has matched its server;
+        the names still without one.  Not on the executor thread: discovery needs it to spin.
+        A goal sent before the match is refused ("no action server"), and a planner that
+        answers at once can spend its refusal budget before discovery ends on a loaded
+        machine."""
+        if threading.get_ident() == self.executor_thread:
+            raise TransportError("wait_for_action_servers on the executor thread would block it")
+        end = time.monotonic() + timeout_s
+        while True:
+            missing = [n for n, c in self.action_clients.items() if not c.server_is_ready()]
+            if not missing or stop.is_set() or time.monotonic() >= end:
+                return missing
+            stop.wait(0.05)
+
     def _add_action_client(self, e: Endpoint) -> None:
         client = ActionClient(self.node, _action_class(e.type), e.name,
                               callback_group=self.group)
         self._entities.append(client)
+        self.action_clients[e.name] = client
 
         def finish(h: GoalHandle, how: str, result: Any) -> None:
             try:

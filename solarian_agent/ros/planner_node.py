@@ -69,6 +69,12 @@ def main(args: Sequence[str] | None = None) -> int:
         spec = graph.planner_node(list(cfg.cameras), names_)
         bridge.add(spec.of("action_client"))
         log.info(f"skill tools: {', '.join(names_) or '(none)'}")
+        # "planner running" only once the skills' action servers are matched (bounded): a
+        # task sent at once is then never refused for a server not discovered yet
+        missing = bridge.wait_for_action_servers(wait_s, stop)
+        if missing:
+            log.warning(f"no action server matched yet for {', '.join(missing)}; their goals "
+                        "are refused until it is")
 
     return common.run(node, core, bridge, stop=stop, on_start=add_skill_clients,
                       startup_timeout_s=wait_s)

@@ -70,16 +70,14 @@ class Graph:
         self.ticks = 0
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()
-        assert wait_until(self._servers_ready, 30.0), "the action servers were not discovered"
+        missing = self.pb.wait_for_action_servers(30.0, threading.Event())
+        assert not missing, f"the action servers were not discovered: {missing}"
+        assert set(self.pb.action_clients) == {names.skill_action(t) for t in
+                                               self.skills.parts["executor"].tools}
 
     def _spin(self) -> None:
         self.sb.executor_thread = self.pb.executor_thread = threading.get_ident()
         self.executor.spin()
-
-    def _servers_ready(self) -> bool:
-        from rclpy.action import ActionClient
-
-        return all(c.server_is_ready() for c in self.pb._entities if isinstance(c, ActionClient))
 
     def _loop(self) -> None:
         while not self.stop.is_set():
@@ -218,6 +216,13 @@ def test_no_server_is_a_refusal_not_a_hang(real_ros):
         with pytest.raises(ServiceUnavailableError, match="skills/catalogue"):
             bus.call(names.TOOL_CATALOGUE, {})
         assert time.monotonic() - t0 < 30.0  # bounded, whatever the machine
+        # the planner node's start-up wait is bounded and names what has no server
+        t0 = time.monotonic()
+        assert b.wait_for_action_servers(0.3, threading.Event()) == ["skills/wait"]
+        assert 0.3 <= time.monotonic() - t0 < 10.0
+        stopped = threading.Event()
+        stopped.set()
+        assert b.wait_for_action_servers(60.0, stopped) == ["skills/wait"]  # ends on stop
         b.close()
     finally:
         node.destroy_node()

@@ -69,7 +69,10 @@ def test_the_sim_graph_tidies_the_table(tidy_graph):
     assert wait_until(lambda: states and states[-1].status in ENDED and states[-1].plan,
                       300.0, 0.2), (states[-1].status if states else None, g.outputs())
     s = states[-1]
-    assert s.status == "succeeded", ([(x.description, x.status) for x in s.plan], g.outputs())
+    if s.status != "succeeded":  # pytest.fail: an assertion's message would be cut short
+        said = "\n".join(f"{m.role}: {m.text}" for m in s.conversation[-4:])
+        pytest.fail(f"the run {s.status}; plan {[(x.description, x.status) for x in s.plan]}"
+                    f"\n{said}\n{g.outputs(4000, only=[f'{NS}/planner', f'{NS}/skills'])}")
     assert all(x.status == "done" for x in s.plan), [(x.description, x.status) for x in s.plan]
     (truth,) = p.messages("solarian_agent/msg/SimTruth", f"{NS}/sim/ground_truth", "latched")
     t = json.loads(truth.truth_json)

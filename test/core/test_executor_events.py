@@ -1,0 +1,418 @@
+"""The executor's published record, field by field (issue 23: mutation testing found these
+unasserted).  The viewer draws the running action from ``skill_started`` / ``skill_ended``,
+the episode log keeps every event as published, the planner reads the goal's result (action id,
+outcome, reason, data): so every payload field and every result is asserted exactly here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from solarian_agent.core import names
+from solarian_agent.core.clock import FakeClock
+from solarian_agent.core.errors import SkillFailed
+from solarian_agent.core.executor import SkillExecutor, TrackerResult
+from solarian_agent.core.messages import SkillFeedback, SkillGoal, SkillResult
+from solarian_agent.core.skill import Skill, Tool, TrackerRequest
+from solarian_agent.core.transport import LATCHED, Bus, GoalHandle, GoalStatus, QoS
+
+
+class Pick(Skill):
+    description = "Takes a point, runs until told (test skill)."
+    parameters = {"type": "object", "properties": {"point": {"type": "array"},
+                                                   "fail": {"type": "string"},
+                                                   "raise": {"type": "string"}}}
+    image_points = ("point",)
+    camera = "cam"
+    max_target_area = 0.2
+    ends_by_itself = False
+
+    @classmethod
+    def services_for(cls, params: Any) -> list[TrackerRequest]:
+        return [TrackerRequest("cam.target", "cam", "point", {"size": 3})]
+
+    def tick(self) -> None:
+        if self.params.get("fail"):
+            raise SkillFailed(self.params["fail"])
+        if self.params.get("raise"):
+            raise ValueError(self.params["raise"])
+        self.feedback("reaching", 0.25)
+
+
+class Timed(Skill):
+    description = "Runs until its limit (test skill)."
+    max_duration_s = 2.0
+    resources = ("cam",)
+
+
+class Instant(Skill):
+    description = "Done inside start (test skill)."
+    resources = ()
+
+    def start(self) -> None:
+        self.finish(reason="nothing to do", extra=7)
+
+
+class FailsAtStart(Skill):
+    description = "Fails inside start (test skill)."
+    resources = ()
+
+    def start(self) -> None:
+        self.fail("no cube in view")
+
+
+class Hidden(Skill):  # no description: operator only, executable but not offered
+    resources = ()
+
+    def tick(self) -> None:
+        self.finish()
+
+
+class Tracker:
+    def __init__(self, area: float | None = 0.05) -> None:
+        self.area = area
+        self.started: list[tuple[str, tuple[float, float]]] = []
+        self.stopped: list[str] = []
+        self.during_start: Callable[[], None] = lambda: None
+        self.error: Exception | None = None
+
+    def start(self, req: TrackerRequest, point: tuple[float, float]) -> TrackerResult:
+        self.started.append((req.field, point))
+        self.during_start()
+        if self.error is not None:
+            raise self.error
+        return TrackerResult(self.area, (1, 2, 3, 4))
+
+    def stop(self, field: str) -> None:
+        self.stopped.append(field)
+
+
+def _rig(tracker: Any = None) -> tuple[Bus, SkillExecutor, list[Any], FakeClock]:
+    bus = Bus()
+    clock = FakeClock()
+    ex = SkillExecutor(bus, clock, {"pick": Tool(Pick), "timed": Tool(Timed),
+                                    "instant": Tool(Instant), "failstart": Tool(FailsAtStart),
+                                    "hidden": Tool(Hidden)}, {}, trackers=tracker)
+    events: list[Any] = []
+    bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=events.append,
+                  qos=QoS(depth=500))
+    return bus, ex, events, clock
+
+
+def _of(events: list[Any], kind: str) -> list[dict[str, Any]]:
+    return [e.data for e in events if e.kind == kind]
+
+
+def test_the_executor_declares_its_graph_and_offers_only_described_tools() -> None:
+    bus, ex, _, _ = _rig()
+    mine = {(e.kind, e.name): e for e in bus.endpoints if e.node == "skills"}
+    ev = mine[("publisher", names.SKILL_EVENTS)]
+    assert ev.type == names.T_AGENT_EVENT and ev.qos == QoS(depth=200)
+    gen = mine[("publisher", names.EXECUTOR_GENERATION)]
+    assert gen.type == names.T_GENERATION and gen.qos == LATCHED
+    op = mine[("subscription", names.OPERATOR_EVENTS)]
+    assert op.type == names.T_OPERATOR_EVENT and op.qos == QoS(depth=100)
+    for tool in ("pick", "timed", "instant", "failstart", "hidden"):
+        assert mine[("action_server", names.skill_action(tool))].type == names.T_SKILL_ACTION
+    for srv, typ in ((names.TOOL_CATALOGUE, names.T_TOOL_CATALOGUE),
+                     (names.EXECUTOR_ADVANCE, names.T_ADVANCE_GENERATION),
+                     (names.SKILL_CONCLUDE, names.T_CONCLUDE)):
+        assert mine[("service", srv)].type == typ
+    first = bus.subscribe(names.EXECUTOR_GENERATION, names.T_GENERATION, qos=LATCHED).latest()
+    assert (first.value, first.reason) == (1, "start")
+    catalogue = bus.call(names.TOOL_CATALOGUE, {})
+    assert [c["name"] for c in catalogue] == ["pick", "timed", "instant", "failstart"]
+    assert catalogue[0] == Tool(Pick).spec("pick").as_dict()
+    assert set(ex.all_specs) == {"pick", "timed", "instant", "failstart", "hidden"}
+    # the operator-only skill still runs
+    h = bus.send_goal("skills/hidden", SkillGoal("hidden", {}, 1, "op-1"))
+    ex.tick()
+    ex.tick()
+    assert h.result == SkillResult("op-1", "succeeded", "", {})
+
+
+def test_a_refused_goal_ends_aborted_with_its_reason() -> None:
+    bus, ex, _, _ = _rig()
+    h = bus.send_goal("skills/pick", SkillGoal("pick", {"point": 3}, 1, "a1"))
+    assert h.status == GoalStatus.ABORTED
+    assert h.result.action_id == "" and h.result.outcome == "refused"
+    assert h.result.reason == "invalid arguments for pick at point: 3 is not of type 'array'"
+    wrong = bus.send_goal("skills/pick", {"tool": "pick"})
+    assert wrong.result == SkillResult(
+        "", "refused", "goal for pick must be a SkillGoal, got dict")
+
+
+def test_a_pointed_start_publishes_its_service_and_start_exactly() -> None:
+    tracker = Tracker(area=0.05)
+    bus, ex, events, clock = _rig(tracker)
+    fb: list[Any] = []
+    h = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [5, 6]}, 1, "a1",
+                                               observation_id="obs-3",
+                                               watch_for=("cube falls",)),
+                      feedback_cb=fb.append)
+    ex.tick()
+    assert tracker.started == [("cam.target", (5.0, 6.0))]
+    assert _of(events, "service_started") == [
+        {"by": "agent", "module": "cam", "field": "cam.target",
+         "params": {"point": [5, 6], "size": 3}, "action_id": "a1"}]
+    assert _of(events, "skill_started") == [
+        {"by": "agent", "skill": "pick", "params": {"point": [5, 6]}, "action_id": "a1",
+         "generation": 1, "observation_id": "obs-3", "watch_for": ["cube falls"],
+         "trackers": ["cam.target"], "start_s": 0.0, "target_area": 0.05}]
+    assert h.status == GoalStatus.EXECUTING
+    # started, then ticked in the same control period
+    assert fb == [SkillFeedback("a1", "started", 0.0), SkillFeedback("a1", "reaching", 0.25)]
+    clock.advance(1.23456)
+    h.cancel()
+    ex.tick()
+    assert _of(events, "skill_stop") == [
+        {"by": "agent", "skill": "pick", "action_id": "a1", "reason": "cancel requested"}]
+    assert _of(events, "skill_ended") == [
+        {"skill": "pick", "action_id": "a1", "outcome": "stopped",
+         "reason": "cancel requested", "duration_s": 1.235}]
+    assert _of(events, "service_stopped") == [{"by": "agent", "field": "cam.target"}]
+    assert h.status == GoalStatus.CANCELED
+    assert h.result == SkillResult("a1", "stopped", "cancel requested", {})
+
+
+def test_a_skill_without_a_target_limit_reports_no_target_area() -> None:
+    bus, ex, events, _ = _rig(Tracker())
+    bus.send_goal("skills/timed", SkillGoal("timed", {}, 1, "op-2"))
+    ex.tick()
+    assert _of(events, "skill_started") == [
+        {"by": "operator", "skill": "timed", "params": {}, "action_id": "op-2",
+         "generation": 1, "observation_id": "", "watch_for": [], "trackers": [],
+         "start_s": 0.0}]
+
+
+def test_a_point_that_is_not_a_pair_seeds_no_tracker() -> None:
+    tracker = Tracker()
+    bus, ex, events, _ = _rig(tracker)
+    bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2, 3]}, 1, "a1"))
+    ex.tick()
+    assert tracker.started == [] and _of(events, "service_started") == []
+    assert _of(events, "skill_started")[0]["target_area"] is None
+
+
+def test_an_operator_action_names_the_operator_in_every_event() -> None:
+    tracker = Tracker()
+    bus, ex, events, _ = _rig(tracker)
+    h = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "op-5"))
+    ex.tick()
+    h.cancel()
+    ex.tick()
+    by = {e.kind: e.data["by"] for e in events if "by" in e.data}
+    assert by == {"service_started": "operator", "skill_started": "operator",
+                  "skill_stop": "operator", "service_stopped": "operator"}
+
+
+def test_a_target_too_large_or_missing_is_refused_with_the_area() -> None:
+    tracker = Tracker(area=0.5)
+    bus, ex, events, _ = _rig(tracker)
+    big = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "a1"))
+    ex.tick()
+    reason = ("refused: the point selected a mask over 50.0% of the image; the target may "
+              "cover at most 20.0%. The point probably missed the object: point again at its "
+              "centre.")
+    assert big.result == SkillResult("a1", "refused", reason, {"target_area": 0.5})
+    assert _of(events, "target_rejected") == [
+        {"tool": "pick", "action_id": "a1", "target_area": 0.5, "reason": reason}]
+    assert tracker.stopped == ["cam.target"]
+    assert _of(events, "service_stopped") == [{"by": "agent", "field": "cam.target"}]
+    tracker.area = None
+    none = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "op-2"))
+    ex.tick()
+    assert none.result.reason.startswith("refused: the point selected no mask; the target")
+    assert none.result.data == {"target_area": None}
+    assert _of(events, "service_stopped")[-1] == {"by": "operator", "field": "cam.target"}
+    tracker.area = 0.2  # at the limit: accepted
+    ok = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "a3"))
+    ex.tick()
+    assert not ok.done and "a3" in ex.running
+    assert _of(events, "skill_started")[-1]["target_area"] == 0.2
+
+
+def test_a_tracker_or_services_failure_refuses_the_start() -> None:
+    tracker = Tracker()
+    tracker.error = OSError("camera gone")
+    bus, ex, events, _ = _rig(tracker)
+    h = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "a1"))
+    ex.tick()
+    assert h.result == SkillResult("a1", "refused",
+                                   "tracker cam.target failed to start: camera gone", {})
+    assert tracker.stopped == ["cam.target"]
+    assert ex.running == {} and _of(events, "skill_started") == []
+
+    class BadServices(Pick):
+        @classmethod
+        def services_for(cls, params: Any) -> list[TrackerRequest]:
+            raise KeyError("point")
+
+    bus2 = Bus()
+    ex2 = SkillExecutor(bus2, FakeClock(), {"p": Tool(BadServices)}, {}, trackers=Tracker())
+    h2 = bus2.send_goal("skills/p", SkillGoal("p", {"point": [1, 2]}, 1, "a2"))
+    ex2.tick()
+    assert h2.result == SkillResult(
+        "a2", "refused", "refused: p could not name its services: KeyError('point')", {})
+    # without trackers services_for is never asked
+    bus3 = Bus()
+    ex3 = SkillExecutor(bus3, FakeClock(), {"p": Tool(BadServices)}, {})
+    h3 = bus3.send_goal("skills/p", SkillGoal("p", {"point": [1, 2]}, 1, "a3"))
+    ex3.tick()
+    assert not h3.done and "a3" in ex3.running
+
+
+def test_a_cancel_or_advance_while_trackers_seed_never_starts_the_skill() -> None:
+    tracker = Tracker()
+    bus, ex, events, _ = _rig(tracker)
+    handles: list[GoalHandle] = []
+    tracker.during_start = lambda: handles[0].cancel() and None
+    handles.append(bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "a1")))
+    ex.tick()
+    assert handles[0].result == SkillResult("a1", "stopped", "cancelled before it started", {})
+    assert handles[0].status == GoalStatus.CANCELED
+    assert tracker.stopped == ["cam.target"]
+    tracker.during_start = lambda: ex.advance_generation("reset") and None
+    h = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "a2"))
+    ex.tick()
+    assert h.result == SkillResult("a2", "refused", "refused: stale generation 1 (current 2) "
+                                   "by the time it was due to start", {})
+    assert tracker.stopped == ["cam.target", "cam.target"]
+    assert _of(events, "skill_started") == [] and ex.running == {} and not ex.busy
+
+
+def test_a_cancel_or_advance_during_start_stops_it_in_the_same_tick() -> None:
+    box: dict[str, Any] = {}
+
+    class Slow(Skill):
+        description = "Its start lets something else happen (test skill)."
+        ends_by_itself = False
+
+        def start(self) -> None:
+            box["during"]()
+
+    bus = Bus()
+    ex = SkillExecutor(bus, FakeClock(), {"slow": Tool(Slow)}, {})
+    box["during"] = lambda: ex.advance_generation("takeover", "operator")
+    h = bus.send_goal("skills/slow", SkillGoal("slow", {}, 1, "a1"))
+    ex.tick()
+    assert h.result == SkillResult(
+        "a1", "stopped", "generation advanced to 2 while it was starting", {})
+    box["during"] = lambda: h2.cancel()
+    h2 = bus.send_goal("skills/slow", SkillGoal("slow", {}, 2, "a2"))
+    ex.tick()
+    assert h2.result == SkillResult("a2", "stopped", "cancel requested", {})
+
+
+def test_a_skill_done_in_start_succeeds_with_its_result() -> None:
+    bus, ex, events, clock = _rig()
+    h = bus.send_goal("skills/instant", SkillGoal("instant", {}, 1, "a1"))
+    ex.tick()
+    assert h.result == SkillResult("a1", "succeeded", "nothing to do",
+                                   {"reason": "nothing to do", "extra": 7})
+    assert _of(events, "skill_ended") == [
+        {"skill": "instant", "action_id": "a1", "outcome": "succeeded",
+         "reason": "nothing to do", "duration_s": 0.0}]
+    assert ex.running == {}
+
+
+def test_a_failed_start_ends_the_action_failed_with_an_event() -> None:
+    bus, ex, events, _ = _rig()
+    h = bus.send_goal("skills/failstart", SkillGoal("failstart", {}, 1, "a1"))
+    ex.tick()
+    assert h.result == SkillResult("a1", "failed", "no cube in view", {})
+    assert _of(events, "skill_ended") == [
+        {"skill": "failstart", "action_id": "a1", "outcome": "failed",
+         "reason": "no cube in view"}]
+    assert _of(events, "skill_started") == [] and ex.running == {}
+
+
+def test_a_failing_or_raising_tick_ends_the_action_with_the_reason() -> None:
+    bus, ex, events, _ = _rig()
+    f = bus.send_goal("skills/pick", SkillGoal("pick", {"fail": "lost grip"}, 1, "a1"))
+    ex.tick()
+    ex.tick()
+    assert f.result == SkillResult("a1", "failed", "lost grip", {})
+    assert _of(events, "skill_stop")[-1] == {"by": "agent", "skill": "pick", "action_id": "a1",
+                                             "reason": "lost grip"}
+    r = bus.send_goal("skills/pick", SkillGoal("pick", {"raise": "boom"}, 1, "a2"))
+    ex.tick()
+    ex.tick()
+    reason = "skill pick raised ValueError: boom"
+    assert r.result == SkillResult("a2", "failed", reason, {})
+    err = _of(events, "skill_error")
+    assert len(err) == 1 and set(err[0]) == {"action_id", "skill", "traceback"}
+    assert err[0]["action_id"] == "a2" and err[0]["skill"] == "pick"
+    assert "ValueError: boom" in err[0]["traceback"]
+    assert _of(events, "skill_ended")[-1] == {"skill": "pick", "action_id": "a2",
+                                              "outcome": "failed", "reason": reason,
+                                              "duration_s": 0.0}
+
+
+def test_a_skill_past_its_limit_times_out_at_the_limit() -> None:
+    bus, ex, events, clock = _rig()
+    h = bus.send_goal("skills/timed", SkillGoal("timed", {}, 1, "a1"))
+    ex.tick()
+    clock.advance(1.999)
+    ex.tick()
+    assert not h.done
+    clock.advance(0.001)
+    ex.tick()
+    assert h.result == SkillResult("a1", "timed_out", "ran its limit of 2 s", {})
+    assert h.status == GoalStatus.ABORTED
+    assert _of(events, "skill_stop") == [{"by": "agent", "skill": "timed", "action_id": "a1",
+                                          "reason": "ran its limit of 2 s"}]
+    assert _of(events, "skill_ended")[0]["duration_s"] == 2.0
+
+
+def test_a_busy_resource_is_refused_naming_who_holds_it() -> None:
+    bus, ex, _, _ = _rig(Tracker())
+    bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "a1"))
+    waiting = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "a2"))
+    assert waiting.result.reason == ("refused: arm busy with a starting action; stop it first "
+                                     "or wait for it to end")
+    ex.tick()
+    busy = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "a3"))
+    assert busy.result.reason == ("refused: arm busy with a1 (pick); stop it first or wait "
+                                  "for it to end")
+    # a different resource is free meanwhile, and an action being stopped frees its own
+    t = bus.send_goal("skills/timed", SkillGoal("timed", {}, 1, "a4"))
+    assert not t.done
+    ex.stop_all("operator stop")
+    again = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "a5"))
+    assert not again.done
+    ex.tick()
+    assert ex.busy
+
+
+def test_stop_all_stops_every_running_action_with_the_reason() -> None:
+    bus, ex, events, _ = _rig(Tracker())
+    a = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "a1"))
+    b = bus.send_goal("skills/timed", SkillGoal("timed", {}, 1, "a2"))
+    ex.tick()
+    ex.stop_all("shutdown")
+    ex.stop_all("second")  # the first reason stands
+    ex.tick()
+    assert a.result == SkillResult("a1", "stopped", "shutdown", {})
+    assert b.result == SkillResult("a2", "stopped", "shutdown", {})
+    assert not ex.busy
+
+
+def test_a_tracker_another_action_still_reads_is_left_running() -> None:
+    class Watch(Pick):
+        resources = ("cam",)
+        max_target_area = None
+
+    tracker = Tracker()
+    bus = Bus()
+    ex = SkillExecutor(bus, FakeClock(), {"pick": Tool(Pick), "watch": Tool(Watch)}, {},
+                       trackers=tracker)
+    a = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "a1"))
+    bus.send_goal("skills/watch", SkillGoal("watch", {"point": [1, 2]}, 1, "a2"))
+    ex.tick()
+    a.cancel()
+    ex.tick()
+    assert a.done and tracker.stopped == []
+    ex.stop_all("done")
+    ex.tick()
+    assert tracker.stopped == ["cam.target"]

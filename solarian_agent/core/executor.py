@@ -448,8 +448,8 @@ class SkillExecutor:
                                                  ra.skill.progress))
 
     def _halt(self, ra: RunningAction, reason: str) -> None:
-        self._emit("skill_stop", by="agent" if ra.by == "agent" else ra.by, skill=ra.tool,
-                   action_id=ra.action_id, reason=reason)
+        self._emit("skill_stop", by=ra.by, skill=ra.tool, action_id=ra.action_id,
+                   reason=reason)
         try:
             ra.skill.on_stop(reason)
         except Exception as e:  # stopping must not fail the loop
@@ -470,7 +470,9 @@ class SkillExecutor:
 
     def _end(self, ra: RunningAction, outcome: str, reason: str, now: float) -> None:
         with self._lock:
-            self.running.pop(ra.action_id, None)
+            # only tick() ends actions, and it ends only running ones: the default never
+            # applies (a mutant without it is equivalent)
+            self.running.pop(ra.action_id, None)  # pragma: no mutate
             still_read = {f for other in self.running.values() for f in other.trackers}
         self._stop_trackers([f for f in ra.trackers if f not in still_read], by=ra.by)
         data = dict(ra.skill.result)

@@ -416,3 +416,83 @@ def test_a_tracker_another_action_still_reads_is_left_running() -> None:
     ex.stop_all("done")
     ex.tick()
     assert tracker.stopped == ["cam.target"]
+
+
+def test_a_harness_error_while_running_stops_the_action_and_its_trackers() -> None:
+    """A viewer's feedback callback that raises (a harness bug, not the skill's) fails that
+    action only: stopped, its tracker released, the reason and the traceback published."""
+    tracker = Tracker()
+    bus, ex, events, clock = _rig(tracker)
+    calls: list[Any] = []
+
+    def broken(fb: Any) -> None:
+        calls.append(fb)
+        if fb.phase == "reaching":
+            raise RuntimeError("viewer gone")
+
+    h = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "op-1"),
+                      feedback_cb=broken)
+    ex.tick()
+    reason = "harness error in pick: RuntimeError: viewer gone"
+    assert h.result == SkillResult("op-1", "failed", reason)
+    assert tracker.stopped == ["cam.target"]
+    assert _of(events, "service_stopped") == [{"by": "operator", "field": "cam.target"}]
+    err = _of(events, "skill_error")
+    assert [(e["action_id"], e["skill"], e["error"]) for e in err] == [("op-1", "pick", reason)]
+    assert "RuntimeError: viewer gone" in err[0]["traceback"]
+    assert ex.running == {} and not ex.busy
+    # the same harness bug while it starts (the 'started' feedback) ends it the same way
+    def broken_at_start(fb: Any) -> None:
+        raise OSError("socket closed")
+
+    s = bus.send_goal("skills/timed", SkillGoal("timed", {}, 1, "a2"),
+                      feedback_cb=broken_at_start)
+    ex.tick()
+    assert s.result == SkillResult("a2", "failed",
+                                   "harness error in timed: OSError: socket closed")
+    assert ex.running == {} and ex.ticks == 2
+
+
+def test_every_event_carries_the_clock_s_wall_time() -> None:
+    bus, ex, events, clock = _rig()
+    clock.advance(10.0)
+    ex.advance_generation("reset")
+    assert [(e.t, e.kind, e.data) for e in events] == [
+        (clock.wall(), "generation_advanced", {"generation": 2, "reason": "reset",
+                                               "by": "agent"})]
+
+
+def test_an_operator_event_without_a_kind_still_advances_the_generation() -> None:
+    bus, ex, events, _ = _rig()
+    bus.publisher(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT).publish(object())
+    assert _of(events, "generation_advanced") == [
+        {"generation": 2, "reason": "operator event", "by": "operator"}]
+
+
+def test_conclude_without_outcome_or_reason() -> None:
+    bus, ex, _, _ = _rig()
+    h = bus.send_goal("skills/timed", SkillGoal("timed", {}, 1, "a1"))
+    ex.tick()
+    assert bus.call(names.SKILL_CONCLUDE, {"action_id": "a1", "generation": 1}) == {
+        "ok": False, "reason": "outcome must be succeeded|failed|stopped, got ''"}
+    assert bus.call(names.SKILL_CONCLUDE, {"action_id": "a1", "generation": 1,
+                                           "outcome": "succeeded"}) == {"ok": True,
+                                                                        "reason": ""}
+    ex.tick()
+    assert h.result == SkillResult("a1", "succeeded", "", {})
+
+
+def test_a_tracker_that_fails_to_stop_is_still_reported_released() -> None:
+    class StuckTracker(Tracker):
+        def stop(self, field: str) -> None:
+            super().stop(field)
+            raise OSError("tracker process gone")
+
+    tracker = StuckTracker()
+    bus, ex, events, _ = _rig(tracker)
+    h = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "a1"))
+    ex.tick()
+    h.cancel()
+    ex.tick()
+    assert h.result == SkillResult("a1", "stopped", "cancel requested", {})
+    assert _of(events, "service_stopped") == [{"by": "agent", "field": "cam.target"}]

@@ -3,6 +3,7 @@ retention, when it is offered, and the attention-episode acquisition budget."""
 
 import gc
 import weakref
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,8 +13,8 @@ from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.config import load_agent_config
 from solarian_agent.core.errors import ConfigError
 from solarian_agent.core.messages import Image
-from solarian_agent.core.transport import Bus
-from solarian_agent.models.base import ModelError
+from solarian_agent.core.transport import Bus, QoS
+from solarian_agent.models.base import ModelConfigError, ModelError
 from solarian_agent.perception.observe_scene import (
     MAX_DESCRIPTION_CHARS,
     MAX_FRAME_BYTES,
@@ -24,7 +25,9 @@ from solarian_agent.perception.observe_scene import (
     ObserveSceneRejected,
     SceneObserver,
     bound_description,
+    build_vision_backend,
     effective_vision,
+    planner_vision,
 )
 from solarian_agent.perception.vision import Description
 
@@ -404,3 +407,158 @@ def test_the_backend_gets_the_frame_as_captured_and_the_result_says_where_from()
         "fake", "fake-vision", "wrist", 1000)
     assert res.observed_at_wall == clock.wall() and res.captured_at == clock.now() - 0.05
     assert 0 <= res.latency_s < 5 and res2.focus == "tray"
+
+# ------------------------------------------------ wiring and self-report, exactly (issue 23)
+# what inspect_self tells the planner, the slot a claim takes and handle_claimed uses, the
+# observer on the bus camera, and which vision backend the configuration builds
+
+ENV = {"OPENAI_API_KEY": "sk-test-0123456789", "ANTHROPIC_API_KEY": "sk-ant-0123456789"}
+
+
+class SizingBackend:
+    """Says the frame size and camera it got, records focus and timeout."""
+
+    name = "fake"
+    model = "fake-vision"
+
+    def __init__(self) -> None:
+        self.focuses: list[str] = []
+        self.timeouts: list[float] = []
+
+    def describe(self, frame: Any, focus: str, *, timeout_s: float) -> Description:
+        self.focuses.append(focus)
+        self.timeouts.append(timeout_s)
+        return Description(f"saw {frame.width}x{frame.height} from {frame.camera}")
+
+
+class Anonymous:  # a backend without a name or model attribute
+    def describe(self, frame: Any, focus: str, *, timeout_s: float) -> Description:
+        return Description("something")
+
+
+def _observer(backend: Any = None, app: Any = lambda: True, cam: Any = lambda: True,
+              events: list[Any] | None = None) -> SceneObserver:
+    return SceneObserver(FakeClock(), backend, lambda: None, camera="wrist",
+                         camera_running=cam, app_running=app,
+                         on_event=(lambda k, d: events.append((k, d))) if events is not None
+                         else None)
+
+
+def test_inspect_self_reports_every_fact() -> None:
+    ep = AttentionEpisode()
+    assert _observer(SizingBackend()).inspect_self(ep) == {
+        "app_running": True,
+        "camera": {"name": "wrist", "configured": True, "running": True},
+        "vision": {"configured": True, "backend": "fake", "model": "fake-vision"},
+        "observe_scene_offered": True}
+    assert ep.attempts == [("inspect_self", "", True)]
+
+    def broken() -> bool:
+        raise OSError("no display")
+
+    assert _observer(None, app=broken).inspect_self() == {
+        "app_running": False,
+        "camera": {"name": "wrist", "configured": True, "running": True},
+        "vision": {"configured": False, "backend": "none", "model": ""},
+        "observe_scene_offered": False}
+    anon = _observer(Anonymous(), cam=lambda: False).inspect_self()
+    assert anon["vision"] == {"configured": True, "backend": "none", "model": ""}
+    assert anon["camera"]["running"] is False and anon["observe_scene_offered"] is False
+    unnamed = SceneObserver(FakeClock(), SizingBackend(), lambda: None, camera="",
+                            camera_running=lambda: True).inspect_self()
+    assert unnamed["camera"] == {"name": "", "configured": False, "running": True}
+
+
+def test_claim_takes_the_slot_and_handle_claimed_uses_it() -> None:
+    events: list[Any] = []
+    clock = FakeClock()
+    bus = Bus()
+    be = SizingBackend()
+    obs = SceneObserver.on_bus(bus, clock, be, "wrist", timeout_s=7.5,
+                               on_event=lambda k, d: events.append((k, d)))
+    bus.publisher(names.image_topic("wrist"), names.T_IMAGE).publish(
+        Image(np.zeros((48, 64, 3), np.uint8), clock.now(), "wrist", 1))
+    ep = AttentionEpisode()
+    assert obs.claim({"focus": "  the cup "}, ep) == 0
+    assert obs.claim({"focus": 5}, ep) == 1
+    assert ep.attempts == [("observe_scene", "the cup", False), ("observe_scene", "", False)]
+    with pytest.raises(ObserveSceneRejected) as e:
+        obs.claim({"focus": "the tray"}, ep)
+    assert e.value.code == "acquisitions_exhausted"
+    assert events == [("observe_scene_rejected", {
+        "code": "acquisitions_exhausted",
+        "reason": "this attention episode already used its 2 acquisitions"})]
+    res = obs.handle_claimed({"focus": " the cup"}, ep, 0)
+    assert (res.focus, res.camera, res.description) == ("the cup", "wrist", "saw 64x48 from wrist")
+    assert be.timeouts == [7.5] and ep.attempts[0] == ("observe_scene", "the cup", True)
+    assert len(ep.attempts) == 2  # no new slot was taken
+    with pytest.raises(ObserveSceneRejected) as e:
+        obs.handle_claimed({"focus": "x", "model": "big", "camera": "c"}, ep, 1)
+    assert e.value.code == "extra_argument"
+    assert e.value.reason.startswith("observe_scene takes only focus; got camera, model (")
+    assert ep.attempts[1] == ("observe_scene", "", False)
+
+
+def test_the_bus_camera_s_frame_and_freshness() -> None:
+    clock, bus = FakeClock(), Bus()
+    cam = BusCamera(bus, "wrist", clock)
+    ep = next(e for e in bus.endpoints if e.name == names.image_topic("wrist"))
+    assert (ep.kind, ep.type, ep.qos, ep.node) == ("subscription", names.T_IMAGE,
+                                                   QoS(depth=1), "observe_scene")
+    px = np.full((48, 64, 3), 7, np.uint8)
+    stamp = clock.now()
+    bus.publisher(names.image_topic("wrist"), names.T_IMAGE).publish(
+        Image(px, stamp, "wrist", 1))
+    clock.advance(2.0)  # the default limit: still fresh at exactly 2 s
+    assert cam.running()
+    f = cam.capture()
+    assert f is not None
+    assert (f.media_type, f.width, f.height, f.camera, f.captured_at) == (
+        "image/png", 64, 48, "wrist", stamp)
+    assert f.pixels is px and f.data.startswith(b"\x89PNG")
+    clock.advance(0.001)
+    assert not cam.running() and cam.capture() is None
+    bus.publisher(names.image_topic("wrist"), names.T_IMAGE).publish("not an image")
+    assert not cam.running() and cam.capture() is None
+
+
+def test_the_scripted_vision_is_never_built_from_configuration() -> None:
+    with pytest.raises(ConfigError) as e:
+        build_vision_backend("scripted")
+    assert e.value.path == "agent.runtime.vision"
+    assert str(e.value) == ("agent.runtime.vision: the scripted vision backend is built by "
+                            "tests, not from configuration")
+
+
+def test_the_vision_model_falls_back_to_the_monitor_s_then_the_planner_s() -> None:
+    both = cfg(planner={"provider": "openai", "model": "pm", "base_url": "http://h:1/v1"},
+               monitor={"provider": "openai", "model": "mon"})
+    b = build_vision_backend("openai", both, env=ENV)
+    assert (b.name, b.model, b.provider.purpose) == ("openai", "mon", "vision")
+    b = build_vision_backend("openai", cfg(planner={"provider": "openai", "model": "pm",
+                                                    "base_url": "http://h:1/v1"}), env=ENV)
+    assert (b.model, b.provider.base_url) == ("pm", "http://h:1/v1")
+    # the planner's endpoint only for the planner's own provider
+    b = build_vision_backend("anthropic", cfg(planner={"provider": "openai", "model": "pm",
+                                                       "base_url": "http://h:1/v1"}), env=ENV)
+    assert (b.name, b.model, b.provider.base_url) == ("anthropic", "pm", None)
+    with pytest.raises(ModelConfigError, match="vision provider 'openai' needs a model name"):
+        build_vision_backend("openai", None, env=ENV)
+    assert build_vision_backend("openai", None,
+                                env={**ENV, "OPENAI_MODEL": "general"}).model == "general"
+
+
+def test_planner_vision_wires_the_observer_on_the_vision_camera() -> None:
+    bus, clock = Bus(), FakeClock()
+    assert planner_vision(bus, clock, cfg()) == (None, None)
+    be = SizingBackend()
+    backend, obs = planner_vision(bus, clock, cfg(cameras=["wrist", "top"]), vision="cv",
+                                  backend=be)
+    assert backend is be and obs is not None and obs.camera == "wrist" and obs.backend is be
+    backend, obs = planner_vision(bus, clock, cfg(runtime={"vision_camera": "top"}),
+                                  vision="cv")
+    assert backend is not None and backend.name == "cv"
+    assert obs is not None and obs.camera == "top" and not obs.offered()  # no frame yet
+    # a backend handed in without a vision configured: no camera, so no observer
+    backend, obs = planner_vision(bus, clock, cfg(), backend=be)
+    assert backend is be and obs is None

@@ -305,15 +305,20 @@ class SceneObserver:
 
     def observe_scene(self, focus: str, episode: AttentionEpisode | None = None
                       ) -> VisualPerceptionResult:
-        return self._call(focus, [], episode)
+        # no extra arguments: [] and None read the same in _call's ``if extra``
+        return self._call(focus, [], episode)  # pragma: no mutate
 
     def _call(self, focus: Any, extra: list[str], episode: AttentionEpisode | None,
               claimed: int | None = None) -> VisualPerceptionResult:
         try:
-            slot = -1 if claimed is None else claimed
-            if episode is not None and claimed is None:
+            if claimed is not None:
+                slot = claimed
+            elif episode is not None:
                 slot = episode.begin("observe_scene",
                                      focus.strip() if isinstance(focus, str) else "")
+            else:
+                # without an episode _observe never reads the slot: any value is the same
+                slot = -1  # pragma: no mutate
             if extra:
                 raise ObserveSceneRejected(
                     "extra_argument", f"observe_scene takes only focus; got "

@@ -562,3 +562,79 @@ def test_planner_vision_wires_the_observer_on_the_vision_camera() -> None:
     # a backend handed in without a vision configured: no camera, so no observer
     backend, obs = planner_vision(bus, clock, cfg(), backend=be)
     assert backend is be and obs is None
+
+
+def test_the_observe_scene_event_carries_sizes_and_timings_exactly() -> None:
+    obs, cam, be, clock, events = make(text="a cup")
+    res = obs.observe_scene(" the cup ")
+    assert events == [("observe_scene", {
+        "focus": "the cup", "camera": "wrist", "frame_bytes": 1000,
+        "observed_at": clock.wall(), "latency_s": round(res.latency_s, 4),
+        "truncated": False, "chars": 5, "model": "fake-vision",
+        "usage": Description("").usage.as_dict()})]
+    assert (res.backend, res.model, res.frame_bytes) == ("fake", "fake-vision", 1000)
+
+
+def test_every_refusal_is_published_with_its_code_and_reason() -> None:
+    obs, cam, be, clock, events = make(backend=None)
+    with pytest.raises(ObserveSceneRejected):
+        obs.observe_scene("cup")
+    assert events == [("observe_scene_rejected", {
+        "code": "no_vision", "reason": "no vision backend is configured (runtime.vision is "
+                                       "none)"})]
+    obs, cam, be, clock, events = make()
+    ep = AttentionEpisode()
+    obs.observe_scene("cup", ep)
+    with pytest.raises(ObserveSceneRejected) as e:
+        obs.observe_scene("cup", ep)
+    assert (e.value.code, e.value.reason) == (
+        "repeated", "this episode already observed with the same focus; ask for different "
+                    "information")
+    assert events[-1] == ("observe_scene_rejected", {"code": "repeated",
+                                                     "reason": e.value.reason})
+    ep = AttentionEpisode()
+    with pytest.raises(ObserveSceneRejected):
+        obs.observe_scene(5, ep)  # type: ignore[arg-type]
+    assert ep.attempts == [("observe_scene", "", False)]
+
+
+def test_a_backend_without_name_or_model_and_a_frame_without_camera() -> None:
+    clock = FakeClock()
+    px = np.zeros((4, 4, 3), np.uint8)
+    obs = SceneObserver(clock, Anonymous(),
+                        lambda: CameraFrame(b"\0" * 10, "image/png", 4, 4, "", 1.0, px),
+                        camera="wrist", camera_running=lambda: True)
+    res = obs.observe_scene("cup")
+    assert (res.backend, res.model, res.camera) == ("", "", "wrist")
+
+
+def test_a_failing_app_check_counts_as_not_running() -> None:
+    def broken() -> bool:
+        raise RuntimeError("gone")
+
+    obs = _observer(SizingBackend(), app=broken)
+    with pytest.raises(ObserveSceneRejected) as e:
+        obs.observe_scene("cup")
+    assert (e.value.code, e.value.reason) == ("not_running", "the application is not running")
+
+
+def test_vision_configuration_errors_name_their_path() -> None:
+    def err(fn: Any) -> tuple[str, str]:
+        with pytest.raises(ConfigError) as e:
+            fn()
+        return e.value.path, str(e.value)
+
+    assert err(lambda: effective_vision(cfg(), "gpt-eyes")) == (
+        "--vision", "--vision: 'gpt-eyes' is not allowed; allowed values: none, "
+                    "openai-responses, openai, anthropic, cv, scripted")
+    assert err(lambda: effective_vision(cfg(runtime={"vision": "cv"}))) == (
+        "agent.runtime.vision_camera", "agent.runtime.vision_camera: vision 'cv' needs a "
+                                       "camera: set runtime.vision_camera or agent.cameras")
+    assert err(lambda: effective_vision(cfg(cameras=["wrist"], planner={"provider": "openai"}),
+                                        "cv")) == (
+        "agent.planner", "agent.planner: vision 'cv' needs a text cognition backend: "
+                         "configure the planner's provider and model")
+    # the offline planners need no model name
+    for provider in ("rules", "scripted"):
+        assert effective_vision(cfg(cameras=["wrist"], planner={"provider": provider}),
+                                " cv ") == ("cv", "wrist")

@@ -332,7 +332,7 @@ class SkillExecutor:
                 try:
                     res = self.trackers.start(req, (float(pt[0]), float(pt[1])))
                 except Exception as e:  # a tracker failure refuses the call, never escapes
-                    self._stop_trackers(started_trackers + [req.field])
+                    self._stop_trackers(started_trackers + [req.field], by=p.by)
                     p.handle.abort(SkillResult(goal.action_id, "refused",
                                                f"tracker {req.field} failed to start: {e}"))
                     return
@@ -488,7 +488,7 @@ class SkillExecutor:
         else:
             ra.handle.abort(result)
 
-    def _stop_trackers(self, fields: list[str], by: str = "agent") -> None:
+    def _stop_trackers(self, fields: list[str], by: str) -> None:
         if self.trackers is None:
             return
         for f in fields:

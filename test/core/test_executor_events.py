@@ -496,3 +496,219 @@ def test_a_tracker_that_fails_to_stop_is_still_reported_released() -> None:
     ex.tick()
     assert h.result == SkillResult("a1", "stopped", "cancel requested", {})
     assert _of(events, "service_stopped") == [{"by": "agent", "field": "cam.target"}]
+
+
+class Probe(Skill):
+    """Reports what its context gives it; fails, raises or never constructs on request."""
+
+    description = "Reports its context (test skill)."
+    parameters = {"type": "object", "properties": {"mode": {"type": "string"}}}
+    resources = ()
+    stops: list[str] = []
+
+    def __init__(self, params: dict[str, Any], ctx: Any) -> None:
+        if params.get("mode") == "no_init":
+            raise ValueError("bad wiring")
+        super().__init__(params, ctx)
+
+    def start(self) -> None:
+        self.ctx.emit("probe", {"action_id": self.ctx.action_id,
+                                "generation": self.ctx.generation,
+                                "arm": self.ctx.port("arm")})
+        mode = self.params.get("mode")
+        if mode == "fail":
+            self.fail("no cube in view")
+        if mode == "raise":
+            raise RuntimeError("start broke")
+        if mode == "done":
+            self.finish()
+
+    def on_stop(self, reason: str) -> None:
+        Probe.stops.append(reason)
+
+
+def _probe_rig(tracker: Any = None) -> tuple[Bus, SkillExecutor, list[Any]]:
+    Probe.stops = []
+    bus = Bus()
+    ex = SkillExecutor(bus, FakeClock(), {"probe": Tool(Probe)}, {"arm": "the-arm"},
+                       trackers=tracker)
+    events: list[Any] = []
+    bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=events.append,
+                  qos=QoS(depth=500))
+    return bus, ex, events
+
+
+def test_a_skill_s_context_carries_its_ports_events_action_and_generation() -> None:
+    bus, ex, events = _probe_rig()
+    h = bus.send_goal("skills/probe", SkillGoal("probe", {"mode": "done"}, 1, "a1"))
+    ex.tick()
+    assert _of(events, "probe") == [{"action_id": "a1", "generation": 1, "arm": "the-arm"}]
+    assert h.result == SkillResult("a1", "succeeded", "", {})  # done in start, no reason
+
+
+def test_a_start_that_fails_or_raises_stops_the_skill_with_the_reason() -> None:
+    bus, ex, events = _probe_rig()
+    f = bus.send_goal("skills/probe", SkillGoal("probe", {"mode": "fail"}, 1, "a1"))
+    ex.tick()
+    assert f.result == SkillResult("a1", "failed", "no cube in view", {})
+    assert Probe.stops == ["no cube in view"]
+    r = bus.send_goal("skills/probe", SkillGoal("probe", {"mode": "raise"}, 1, "a2"))
+    ex.tick()
+    assert r.result == SkillResult("a2", "failed",
+                                   "skill probe could not start: RuntimeError('start broke')")
+    assert Probe.stops[-1] == "could not start: RuntimeError('start broke')"
+    n = bus.send_goal("skills/probe", SkillGoal("probe", {"mode": "no_init"}, 1, "a3"))
+    ex.tick()  # never constructed: nothing to stop, the goal still ends with the reason
+    assert n.result == SkillResult("a3", "failed",
+                                   "skill probe could not start: ValueError('bad wiring')")
+    assert len(Probe.stops) == 2 and ex.running == {}
+
+
+def test_the_stop_after_a_failed_start_that_raises_is_reported() -> None:
+    class Fragile(Probe):
+        def on_stop(self, reason: str) -> None:
+            raise OSError("servo gone")
+
+    bus = Bus()
+    ex = SkillExecutor(bus, FakeClock(), {"fragile": Tool(Fragile)}, {"arm": 1})
+    events: list[Any] = []
+    bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=events.append,
+                  qos=QoS(depth=50))
+    h = bus.send_goal("skills/fragile", SkillGoal("fragile", {"mode": "fail"}, 1, "a1"))
+    ex.tick()
+    assert h.result == SkillResult("a1", "failed", "no cube in view", {})
+    assert _of(events, "skill_error") == [{"action_id": "a1", "skill": "fragile",
+                                           "error": "on_stop raised OSError('servo gone')"}]
+
+
+def test_an_operator_start_that_ends_early_releases_its_trackers_as_the_operator() -> None:
+    """Every way a pointed start ends before running releases its tracker in the name of
+    whoever asked (the viewer shows who started and who stopped each service)."""
+
+    class PointedProbe(Pick):
+        parameters = {"type": "object", "properties": {"point": {"type": "array"},
+                                                       "mode": {"type": "string"}}}
+        max_target_area = None
+
+        def start(self) -> None:
+            if self.params.get("mode") == "fail":
+                self.fail("no cube")
+            if self.params.get("mode") == "raise":
+                raise RuntimeError("broke")
+
+    tracker = Tracker()
+    bus = Bus()
+    ex = SkillExecutor(bus, FakeClock(), {"p": Tool(PointedProbe)}, {}, trackers=tracker)
+    events: list[Any] = []
+    bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=events.append,
+                  qos=QoS(depth=200))
+    handles: list[GoalHandle] = []
+
+    def goal(aid: str, **params: Any) -> GoalHandle:
+        h = bus.send_goal("skills/p", SkillGoal("p", {"point": [1, 2], **params},
+                                                ex.generation, aid))
+        handles.append(h)
+        return h
+
+    goal("op-1", mode="fail")
+    ex.tick()
+    goal("op-2", mode="raise")
+    ex.tick()
+    tracker.during_start = lambda: handles[-1].cancel() and None
+    goal("op-3")
+    ex.tick()
+    tracker.during_start = lambda: ex.advance_generation("reset") and None
+    goal("op-4")
+    ex.tick()
+    tracker.during_start = lambda: None
+    tracker.error = OSError("camera gone")
+    goal("op-5")
+    ex.tick()
+    assert [h.result.action_id for h in handles] == ["op-1", "op-2", "op-3", "op-4", "op-5"]
+    assert [h.result.outcome for h in handles] == ["failed", "failed", "stopped", "refused",
+                                                   "refused"]
+    assert _of(events, "service_stopped") == [{"by": "operator", "field": "cam.target"}] * 5
+
+
+def test_services_get_the_bound_params_and_a_bad_point_skips_only_its_own() -> None:
+    class Two(Skill):
+        description = "Two trackers, the camera bound by the controller (test skill)."
+        parameters = {"type": "object", "properties": {"a": {}, "b": {}}}
+        ends_by_itself = False
+
+        @classmethod
+        def services_for(cls, params: Any) -> list[TrackerRequest]:
+            cam = params["camera"]
+            return [TrackerRequest(f"{cam}.first", cam, "a"),
+                    TrackerRequest(f"{cam}.second", cam, "b")]
+
+    tracker = Tracker()
+    bus = Bus()
+    ex = SkillExecutor(bus, FakeClock(), {"two": Tool(Two, {"camera": "top"})}, {},
+                       trackers=tracker)
+    bus.send_goal("skills/two", SkillGoal("two", {"a": "nowhere", "b": [3, 4]}, 1, "a1"))
+    ex.tick()
+    assert tracker.started == [("top.second", (3.0, 4.0))]
+    assert ex.running["a1"].trackers == ["top.second"]
+
+
+def test_the_start_time_counts_the_tracker_seeding() -> None:
+    tracker = Tracker()
+    bus, ex, events, clock = _rig(tracker)
+    tracker.during_start = lambda: clock.advance(0.12345) and None
+    bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "a1"))
+    ex.tick()
+    assert _of(events, "skill_started")[0]["start_s"] == 0.1235
+
+
+def test_a_stale_goal_at_its_start_is_refused_under_its_own_id() -> None:
+    bus, ex, _, _ = _rig()
+    h = bus.send_goal("skills/timed", SkillGoal("timed", {}, 1, "a1"))
+    ex.advance_generation("reset")
+    ex.tick()
+    assert h.result == SkillResult("a1", "refused", "refused: stale generation 1 (current 2) "
+                                   "by the time it was due to start", {})
+
+
+def test_a_busy_refusal_names_only_the_actions_holding_that_resource() -> None:
+    bus, ex, _, _ = _rig(Tracker())
+    bus.send_goal("skills/timed", SkillGoal("timed", {}, 1, "a1"))  # the camera
+    bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "a2"))  # the arm
+    ex.tick()
+    busy = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "a3"))
+    assert busy.result.reason == ("refused: arm busy with a2 (pick); stop it first or wait "
+                                  "for it to end")
+
+
+def _deep(n: int) -> None:
+    if n == 0:
+        raise ValueError("deep")
+    _deep(n - 1)
+
+
+def test_published_tracebacks_are_bounded_to_five_frames() -> None:
+    class Deep(Skill):
+        description = "Raises from deep inside (test skill)."
+        resources = ()
+
+        def tick(self) -> None:
+            _deep(10)
+
+    bus = Bus()
+    ex = SkillExecutor(bus, FakeClock(), {"deep": Tool(Deep), "pick": Tool(Pick)}, {})
+    events: list[Any] = []
+    bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=events.append,
+                  qos=QoS(depth=50))
+    h = bus.send_goal("skills/deep", SkillGoal("deep", {}, 1, "a1"))
+    ex.tick()
+    assert h.result.reason == "skill deep raised ValueError: deep"
+    assert _of(events, "skill_stop") == [{"by": "agent", "skill": "deep", "action_id": "a1",
+                                          "reason": "skill deep raised ValueError: deep"}]
+    # and a harness error from deep inside a feedback callback
+    g = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "a2"),
+                      feedback_cb=lambda fb: _deep(10) if fb.phase == "reaching" else None)
+    ex.tick()
+    assert g.result.reason == "harness error in pick: ValueError: deep"
+    tracebacks = [e["traceback"] for e in _of(events, "skill_error")]
+    assert len(tracebacks) == 2
+    assert [t.count('  File "') for t in tracebacks] == [5, 5]

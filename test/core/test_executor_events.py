@@ -712,3 +712,19 @@ def test_published_tracebacks_are_bounded_to_five_frames() -> None:
     tracebacks = [e["traceback"] for e in _of(events, "skill_error")]
     assert len(tracebacks) == 2
     assert [t.count('  File "') for t in tracebacks] == [5, 5]
+
+
+def test_a_refusal_over_several_resources_lists_them_and_every_holder() -> None:
+    class Both(Skill):
+        description = "Needs the arm and the camera (test skill)."
+        resources = ("cam", "arm")
+
+    bus = Bus()
+    ex = SkillExecutor(bus, FakeClock(), {"pick": Tool(Pick), "timed": Tool(Timed),
+                                          "both": Tool(Both)}, {})
+    bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "a1"))
+    bus.send_goal("skills/timed", SkillGoal("timed", {}, 1, "a2"))
+    ex.tick()
+    h = bus.send_goal("skills/both", SkillGoal("both", {}, 1, "a3"))
+    assert h.result.reason == ("refused: arm, cam busy with a1 (pick), a2 (timed); stop it "
+                               "first or wait for it to end")

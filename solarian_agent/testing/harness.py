@@ -161,6 +161,14 @@ DEFAULT_TOOLS: dict[str, Tool] = {
 }
 
 
+def record_events(bus: Bus, topic: str = names.SKILL_EVENTS, depth: int = 500) -> list[Any]:
+    """Every agent event published on ``topic`` from now on, in order (a list the bus
+    appends to; ``depth`` bounds how many the subscription queues between deliveries)."""
+    events: list[Any] = []
+    bus.subscribe(topic, names.T_AGENT_EVENT, callback=events.append, qos=QoS(depth=depth))
+    return events
+
+
 @dataclass
 class Harness:
     clock: FakeClock

@@ -15,6 +15,7 @@ from solarian_agent.core.executor import SkillExecutor, TrackerResult
 from solarian_agent.core.messages import SkillFeedback, SkillGoal, SkillResult
 from solarian_agent.core.skill import Skill, Tool, TrackerRequest
 from solarian_agent.core.transport import LATCHED, Bus, GoalHandle, GoalStatus, QoS
+from solarian_agent.testing.harness import record_events
 
 
 class Pick(Skill):
@@ -93,9 +94,7 @@ def _rig(tracker: Any = None) -> tuple[Bus, SkillExecutor, list[Any], FakeClock]
     ex = SkillExecutor(bus, clock, {"pick": Tool(Pick), "timed": Tool(Timed),
                                     "instant": Tool(Instant), "failstart": Tool(FailsAtStart),
                                     "hidden": Tool(Hidden)}, {}, trackers=tracker)
-    events: list[Any] = []
-    bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=events.append,
-                  qos=QoS(depth=500))
+    events = record_events(bus)
     return bus, ex, events, clock
 
 
@@ -532,9 +531,7 @@ def _probe_rig(tracker: Any = None) -> tuple[Bus, SkillExecutor, list[Any]]:
     bus = Bus()
     ex = SkillExecutor(bus, FakeClock(), {"probe": Tool(Probe)}, {"arm": "the-arm"},
                        trackers=tracker)
-    events: list[Any] = []
-    bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=events.append,
-                  qos=QoS(depth=500))
+    events = record_events(bus)
     return bus, ex, events
 
 
@@ -571,9 +568,7 @@ def test_the_stop_after_a_failed_start_that_raises_is_reported() -> None:
 
     bus = Bus()
     ex = SkillExecutor(bus, FakeClock(), {"fragile": Tool(Fragile)}, {"arm": 1})
-    events: list[Any] = []
-    bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=events.append,
-                  qos=QoS(depth=50))
+    events = record_events(bus, depth=50)
     h = bus.send_goal("skills/fragile", SkillGoal("fragile", {"mode": "fail"}, 1, "a1"))
     ex.tick()
     assert h.result == SkillResult("a1", "failed", "no cube in view", {})
@@ -599,9 +594,7 @@ def test_an_operator_start_that_ends_early_releases_its_trackers_as_the_operator
     tracker = Tracker()
     bus = Bus()
     ex = SkillExecutor(bus, FakeClock(), {"p": Tool(PointedProbe)}, {}, trackers=tracker)
-    events: list[Any] = []
-    bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=events.append,
-                  qos=QoS(depth=200))
+    events = record_events(bus, depth=200)
     handles: list[GoalHandle] = []
 
     def goal(aid: str, **params: Any) -> GoalHandle:
@@ -696,9 +689,7 @@ def test_published_tracebacks_are_bounded_to_five_frames() -> None:
 
     bus = Bus()
     ex = SkillExecutor(bus, FakeClock(), {"deep": Tool(Deep), "pick": Tool(Pick)}, {})
-    events: list[Any] = []
-    bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=events.append,
-                  qos=QoS(depth=50))
+    events = record_events(bus, depth=50)
     h = bus.send_goal("skills/deep", SkillGoal("deep", {}, 1, "a1"))
     ex.tick()
     assert h.result.reason == "skill deep raised ValueError: deep"

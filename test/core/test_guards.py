@@ -23,7 +23,7 @@ from solarian_agent.core.skill import Skill, Tool, TrackerRequest
 from solarian_agent.core.transport import LATCHED, Bus, QoS
 from solarian_agent.models.base import ModelRequest
 from solarian_agent.models.scripted import reply
-from solarian_agent.testing.harness import make_harness
+from solarian_agent.testing.harness import make_harness, record_events
 
 
 def _tool_results(req: ModelRequest) -> list[str]:
@@ -126,9 +126,7 @@ def test_a_goal_gone_stale_before_its_start_seeds_no_tracker() -> None:
     bus = Bus()
     tracker = RecordingTracker()
     ex = SkillExecutor(bus, FakeClock(), {"pick": Tool(Pointed)}, {}, trackers=tracker)
-    events: list[Any] = []
-    bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=events.append,
-                  qos=QoS(depth=100))
+    events = record_events(bus, depth=100)
     h = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [5, 6]}, 1, "a1"))
     assert not h.done  # accepted, waiting for the tick
     ex.advance_generation("takeover", "operator")
@@ -225,9 +223,7 @@ def _executor(trackers: Any = None) -> tuple[Bus, SkillExecutor, list[Any]]:
     bus = Bus()
     ex = SkillExecutor(bus, FakeClock(), {"forever": Tool(Forever), "crash": Tool(Crashes),
                                           "pick": Tool(Pointed)}, {}, trackers=trackers)
-    events: list[Any] = []
-    bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=events.append,
-                  qos=QoS(depth=500))
+    events = record_events(bus)
     return bus, ex, events
 
 
@@ -371,9 +367,7 @@ def test_a_stop_that_raises_is_reported_and_the_loop_goes_on() -> None:
     STOPS.clear()
     bus = Bus()
     ex = SkillExecutor(bus, FakeClock(), {"s": Tool(StopRaises)}, {})
-    events: list[Any] = []
-    bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=events.append,
-                  qos=QoS(depth=100))
+    events = record_events(bus, depth=100)
     h = bus.send_goal("skills/s", SkillGoal("s", {}, 1, "op-7"))
     ex.tick()
     h.cancel()

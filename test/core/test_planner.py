@@ -7,7 +7,7 @@ import threading
 from solarian_agent.core.episode_log import read_events
 from solarian_agent.models.base import ModelError, ModelRequest
 from solarian_agent.models.scripted import reply
-from solarian_agent.testing.harness import PointAt, make_harness
+from solarian_agent.testing.harness import PointAt, make_harness, record_events
 
 
 def last_result(req: ModelRequest) -> str:
@@ -169,10 +169,7 @@ def test_old_images_become_text_stubs():
 def test_timeout_at_deadline_and_worded_as_seed_says():
     h = make_harness([reply("", ("spin", {})),
                       reply("", ("finish_task", {"summary": "x", "success": True}))])
-    from solarian_agent.core import names
-    events = []
-    h.bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=events.append,
-                    qos=__import__("solarian_agent.core.transport").core.transport.QoS(50))
+    events = record_events(h.bus, depth=50)
     h.say("spin")
     assert h.run_until(lambda: h.planner.actions, 2)
     assert h.run_until(lambda: not h.planner.actions, 10)

@@ -5,11 +5,12 @@ frames; ``retries_per_step`` fails a plan step and refuses its retries until the
 
 from __future__ import annotations
 
+from solarian_agent.core import names
 from solarian_agent.core.errors import SkillFailed
 from solarian_agent.core.skill import Skill, Tool
 from solarian_agent.models.base import ModelRequest
 from solarian_agent.models.scripted import reply
-from solarian_agent.testing.harness import DEFAULT_TOOLS, make_harness
+from solarian_agent.testing.harness import DEFAULT_TOOLS, make_harness, record_events
 
 
 class FailAtStart(Skill):
@@ -226,12 +227,7 @@ def test_the_planner_answers_again_after_a_failure_and_the_operator_sees_it():
     h = make_harness([ModelError("server", "HTTP 503"),
                       reply("", ("finish_task", {"summary": "ok", "success": True}))],
                      rng=random.Random(1))
-    events = []
-    from solarian_agent.core import names
-    from solarian_agent.core.transport import QoS
-
-    h.bus.subscribe(names.AGENT_EVENTS, names.T_AGENT_EVENT, callback=events.append,
-                    qos=QoS(depth=1000))
+    events = record_events(h.bus, names.AGENT_EVENTS, depth=1000)
     h.say("hi")
     h.runtime.run_for(0.3)
     assert len(h.provider.calls) == 1  # the retry waits for its backoff (>= 0.5 s)

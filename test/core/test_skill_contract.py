@@ -6,7 +6,8 @@ from solarian_agent.core.errors import SkillFailed
 from solarian_agent.core.executor import SkillExecutor, TrackerResult, validate_params
 from solarian_agent.core.messages import SkillGoal
 from solarian_agent.core.skill import Arrival, Skill, Tool, TrackerRequest, usable_tools
-from solarian_agent.core.transport import Bus, GoalStatus, QoS
+from solarian_agent.core.transport import Bus, GoalStatus
+from solarian_agent.testing.harness import record_events
 
 
 def test_arrival_within_tolerance_ends_on_first_check():
@@ -68,9 +69,7 @@ def test_max_target_area_refuses_before_start_and_stops_tracker(area, outcome):
     clock, bus = FakeClock(), Bus()
     tr = FakeTracker(area)
     ex = SkillExecutor(bus, clock, {"pick": Tool(Picky)}, {}, trackers=tr)
-    events = []
-    bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=events.append,
-                  qos=QoS(depth=100))
+    events = record_events(bus, depth=100)
     h = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [5, 6]}, 1, "a1"))
     ex.tick()
     ex.tick()

@@ -7,11 +7,12 @@ import pytest
 
 from solarian_agent.core import names
 from solarian_agent.core.messages import SkillGoal
-from solarian_agent.core.transport import GoalStatus, QoS
+from solarian_agent.core.transport import GoalStatus
 from solarian_agent.perception import scene
 from solarian_agent.sim.camera import project
 from solarian_agent.skills.arm_skills import StallTripwire
 from solarian_agent.system import build_sim_system
+from solarian_agent.testing.harness import record_events
 
 _ids = iter(range(1, 10_000))
 
@@ -19,9 +20,7 @@ _ids = iter(range(1, 10_000))
 @pytest.fixture
 def sim():
     s = build_sim_system(seed=7, with_monitor=False)
-    events = []
-    s.bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=events.append,
-                    qos=QoS(depth=1000))
+    events = record_events(s.bus, depth=1000)
     s.events = events
     s.runtime.run_for(0.2)
     yield s

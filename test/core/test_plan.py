@@ -209,3 +209,35 @@ def test_follow_up_never_takes_a_step_before_its_own_and_survives_the_plan_end()
 def test_render_shows_the_model_text_as_it_is_on_one_line() -> None:
     q = queue({"description": 'say "hi" \\ then', "tool": "look"})
     assert q.render() == '1. [pending] say "hi" \\ then -> look()'
+
+
+def test_a_step_the_monitor_failed_waits_for_the_planner_who_may_call_its_tool_again() -> None:
+    q = queue({"description": "pick the cup", "tool": "pick"},
+              {"description": "place it", "tool": "place"})
+    q.claim("pick", "a1")
+    s = q.action_ended("a1", "failed", retries=3, by_monitor=True)
+    assert s is q.steps[0]
+    assert (s.status, s.decide, s.failures) == ("failed", True, 1)
+    # the queue neither starts it nor moves past it: the planner is woken with the reason
+    nxt = q.next_step(set(), TOOLS)
+    assert nxt.step is None
+    assert nxt.wake_reason == ("plan step 1 ('pick the cup') was failed by the monitor: call "
+                               "its tool again, change the plan or ask the user")
+    # a retry of the tool is the planner's decision, unlike a step the retry budget failed
+    assert q.failed_for("pick") is None
+    assert q.claim("pick", "a2") is s
+    assert (s.status, s.decide, s.action_id) == ("running", False, "a2")
+
+
+def test_only_a_failed_step_the_monitor_failed_is_claimed_by_the_planner_s_call() -> None:
+    # a failure by the retry budget is not taken by a call of its tool
+    q = queue({"description": "pick", "tool": "pick"})
+    q.claim("pick", "a1")
+    q.action_ended("a1", "failed", retries=1)
+    assert (q.steps[0].status, q.steps[0].decide) == ("failed", False)
+    assert q.claim("pick", "a2") is None
+    # a step left marked by the monitor but since done is not taken again
+    q2 = PlanQueue([PlanStep(1, "pick", "pick", status="done", decide=True),
+                    PlanStep(2, "pick again", "pick")])
+    assert q2.claim("pick", "a3") is q2.steps[1]
+    assert q2.steps[0].status == "done"

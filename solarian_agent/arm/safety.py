@@ -160,7 +160,9 @@ class ArmLimits:
     def from_yaml(cls, path: str | Path) -> ArmLimits:
         import yaml
 
-        with open(path, encoding="utf-8") as f:
+        # the codec's spelling, or the locale's default under a UTF-8 locale (CI's), read the
+        # same: equivalent mutants here; utf-8 is named for machines with another locale
+        with open(path, encoding="utf-8") as f:  # pragma: no mutate
             doc = yaml.safe_load(f)
         if not isinstance(doc, Mapping) or "arm" not in doc:
             from solarian_agent.core.errors import ConfigError

@@ -112,6 +112,29 @@ def test_estop_latch() -> None:
     assert latch.reset() is False
 
 
+def test_the_latch_counts_every_trip_keeps_the_last_twenty_and_names_a_blank_reason() -> None:
+    latch = EStopLatch()
+    assert latch.trip("") is True
+    assert latch.reason == "unspecified" and latch.reasons == ("unspecified",)
+    with pytest.raises(EStopLatchedError) as ei:
+        latch.check()
+    assert ei.value.reason == "unspecified"
+    assert str(ei.value) == ("e-stop is latched (unspecified); reset it before commanding "
+                             "motion")
+    for i in range(24):
+        latch.trip(f"t{i}")
+    assert latch.trip_count == 25 and latch.reason == "unspecified"
+    assert latch.reasons == tuple(f"t{i}" for i in range(4, 24))  # the last 20
+
+
+def test_an_unknown_joint_is_named_with_the_arm_s_joints() -> None:
+    with pytest.raises(UnknownJointError) as ei:
+        LIMITS.joint("elbow")
+    assert str(ei.value) == f"unknown joint 'elbow'; the arm has {list(LIMITS.names)}"
+    assert ei.value.joint == "elbow"
+    assert LIMITS.joint("a").name == "a"
+
+
 def test_watchdog_with_fake_clock() -> None:
     clock = FakeClock()
     wd = CommandWatchdog(0.5, clock)

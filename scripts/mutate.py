@@ -53,7 +53,9 @@ def run_mutmut(names: list[str], budget_s: float) -> int:
            "--max-children", "1", *names]
     shown = cmd[:7] + ([f"... ({len(names)} mutant names)"] if len(names) > 3 else names)
     print("+", " ".join(shown), flush=True)
-    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True)
+    # SOLARIAN_MUTATING: the pty property tests run fewer examples, unshrunk (hw_helpers.py)
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True,
+                            env={**os.environ, "SOLARIAN_MUTATING": "1"})
     try:
         return proc.wait(timeout=budget_s)
     except subprocess.TimeoutExpired:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from hypothesis import HealthCheck, Phase, settings
+
 from solarian_agent.core.clock import FakeClock
 from solarian_agent.hw.feetech import ArmController, ArmControllerConfig, FeetechArm, FeetechBus
 from solarian_agent.hw.feetech.simbus import SimulatedBus
@@ -23,12 +25,25 @@ def settle(sim: SimulatedBus, bus: FeetechBus) -> None:
 PERIOD = 0.02
 
 
-def examples(n: int) -> int:
-    """A property test's example count: ``n`` in ``make test``; a fifth of it under mutmut
-    (``make mutate`` sets MUTANT_UNDER_TEST), which reruns every test reaching a mutant for each
-    of the controller's ~800 mutants.  Fewer examples can only let a mutant live, never kill
-    one that the full count would not."""
-    return max(10, n // 5) if os.environ.get("MUTANT_UNDER_TEST") else n
+# set by scripts/mutate.py for the whole mutmut run (its own MUTANT_UNDER_TEST changes meaning
+# between the run's phases, and these settings are fixed when the test module is imported)
+_MUTATING = os.environ.get("SOLARIAN_MUTATING") == "1"
+
+
+def property_settings(max_examples: int) -> settings:
+    """A pty property test's hypothesis settings.  Under ``make mutate``, which reruns every
+    test reaching a mutant for each of the controller's ~800 mutants, it runs a fifth of the
+    examples and does not shrink a failure (one failing example kills the mutant; shrinking
+    over the pty takes minutes).  Fewer examples can only let a mutant live, never kill one
+    that the full count would not."""
+    if _MUTATING:
+        return settings(max_examples=max(10, max_examples // 5), deadline=None, database=None,
+                        phases=[Phase.explicit, Phase.generate],
+                        suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                               HealthCheck.too_slow])
+    return settings(max_examples=max_examples, deadline=None, database=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                           HealthCheck.too_slow])
 
 
 def make(arm: FeetechArm, workspace: Any = False, **kw: Any

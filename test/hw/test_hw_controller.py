@@ -7,8 +7,8 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from hw_helpers import PERIOD, TIMEOUT_S, examples, make, settle, tick
-from hypothesis import HealthCheck, given, settings
+from hw_helpers import PERIOD, TIMEOUT_S, make, property_settings, settle, tick
+from hypothesis import given
 from hypothesis import strategies as st
 
 from solarian_agent.arm.safety import EStopLatchedError, UnsafeCommandError
@@ -193,8 +193,7 @@ action = st.one_of(
 )
 
 
-@settings(max_examples=examples(150), deadline=None, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@property_settings(150)
 @given(actions=st.lists(action, min_size=1, max_size=25))
 def test_no_goal_outside_limits_ever_reaches_the_wire(
         wire: tuple[SimulatedBus, FeetechArm], actions: list[tuple[str, dict, float]]) -> None:
@@ -239,8 +238,7 @@ def test_no_goal_outside_limits_ever_reaches_the_wire(
 arm_cmd = st.fixed_dictionaries({n: st.floats(-2.0, 2.0) for n in NAMES[:5]})
 
 
-@settings(max_examples=examples(60), deadline=None, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@property_settings(60)
 @given(cmds=st.lists(st.tuples(arm_cmd, st.floats(0.05, 1.0)), min_size=1, max_size=8))
 def test_no_goal_outside_the_workspace_ever_reaches_the_wire(
         wire: tuple[SimulatedBus, FeetechArm], cmds: list[tuple[dict, float]]) -> None:

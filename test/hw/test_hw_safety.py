@@ -244,3 +244,111 @@ def test_workspace_from_a_mapping_keeps_the_defaults_it_is_not_given() -> None:
     with pytest.raises(ConfigError) as e:
         Workspace.from_mapping("box")
     assert str(e.value) == "workspace: expected a mapping with x, y, z, got 'box'"
+
+
+def test_bad_dt_and_max_velocity_are_refused_naming_the_value() -> None:
+    for dt in (-0.1, math.nan, math.inf, "0.1", True):
+        with pytest.raises(InvalidTimestepError) as ei:
+            clamp_target(LIMITS, {"a": 0.0}, {"a": 0.1}, dt=dt)  # type: ignore[arg-type]
+        assert str(ei.value) == f"dt must be a finite number >= 0, got {dt!r}"
+        assert ei.value.value is dt
+    for v in (-0.5, math.nan, math.inf):
+        with pytest.raises(UnsafeCommandError) as ei:
+            clamp_target(LIMITS, {"a": 0.0}, {"a": 0.1}, dt=0.01, max_velocity=v)
+        assert str(ei.value) == f"max_velocity must be a finite number >= 0, got {v!r}"
+        assert ei.value.value is v and ei.value.joint == ""
+
+
+def test_a_max_velocity_of_zero_reads_as_no_override_and_a_small_one_lowers_the_speed() -> None:
+    """0 is a message's unset velocity field: the joint's own limit applies (the sim and the
+    servo controller read it so too); any positive value can only lower the limit."""
+    cur = {"a": 0.0}
+    assert clamp_target(LIMITS, cur, {"a": 1.0}, 0.01, max_velocity=0.0)["a"] == \
+        pytest.approx(0.02)
+    assert clamp_target(LIMITS, cur, {"a": 1.0}, 0.01, max_velocity=0.5)["a"] == \
+        pytest.approx(0.005)
+
+
+def test_a_missing_or_bad_current_position_names_the_joint_and_the_value() -> None:
+    with pytest.raises(UnsafeCommandError) as ei:
+        clamp_target(LIMITS, {"g": 0.0}, {"a": 0.1}, dt=0.01)
+    assert str(ei.value) == "joint 'a': no current position known, cannot limit its speed"
+    assert ei.value.joint == "a"
+    with pytest.raises(NonFiniteCommandError) as ei:
+        clamp_target(LIMITS, {"a": math.inf}, {"a": 0.1}, dt=0.01)
+    assert str(ei.value) == "joint 'a': current position is inf, not a finite number"
+    assert (ei.value.joint, ei.value.value) == ("a", math.inf)
+    with pytest.raises(NonFiniteCommandError) as ei:
+        clamp_target(LIMITS, {"a": "0"}, {"a": 0.1}, dt=0.01)  # type: ignore[dict-item]
+    assert str(ei.value) == "joint 'a': current position must be a number, got str '0'"
+    assert (ei.value.joint, ei.value.value) == ("a", "0")
+
+
+def test_the_workspace_box_measures_how_far_out_a_point_is_on_every_side() -> None:
+    from solarian_agent.arm.safety import Workspace
+
+    box = Workspace(x=(0.0, 1.0), y=(-1.0, 1.0), z=(0.1, 0.5))
+    assert box.excess((0.5, 0.0, 0.3)) == 0.0
+    assert box.excess((0.0, 1.0, 0.1)) == 0.0  # on the faces: inside
+    assert box.excess((-0.2, 0.0, 0.3)) == pytest.approx(0.2)  # below x's lo
+    assert box.excess((1.3, 0.0, 0.3)) == pytest.approx(0.3)  # above x's hi
+    assert box.excess((0.5, 0.0, 0.0)) == pytest.approx(0.1)  # under the table
+    assert box.excess((1.2, -1.5, 0.3)) == pytest.approx(0.5)  # the worst axis
+    with pytest.raises(ValueError):
+        box.excess((0.5, 0.0))  # a point of two coordinates is not a point
+    with pytest.raises(ValueError):
+        box.violation((0.5, 0.0))
+    assert box.violation((0.0, 1.0, 0.5)) == ""
+    assert box.violation((-0.2, 0.0, 0.6)) == ("tip x=-0.200 m outside [0, 1]; "
+                                               "tip z=0.600 m outside [0.1, 0.5]")
+    with pytest.raises(ValueError, match=r"workspace.z must be \[lo, hi\] with lo < hi"):
+        Workspace(z=(0.2, 0.2))
+
+
+def test_the_workspace_guard_refuses_targets_and_holds_steps_that_go_further_out() -> None:
+    from solarian_agent.arm.safety import Workspace, WorkspaceError, WorkspaceGuard
+
+    # the tip's x is joint a, its z is joint g (a 2-joint stand-in for forward kinematics)
+    guard = WorkspaceGuard(Workspace(x=(-0.5, 0.5), y=(-1.0, 1.0), z=(0.01, 0.05)),
+                           lambda q: (q[0], 0.0, q[1]), ("a", "g"))
+    assert guard.rejected == 0
+    guard.check_target({"a": 0.4}, {"a": 0.0, "g": 0.03})
+    for n in (1, 2):
+        with pytest.raises(WorkspaceError) as ei:
+            guard.check_target({"a": 0.7}, {"a": 0.0, "g": 0.03})
+        assert str(ei.value) == "target refused: tip x=0.700 m outside [-0.5, 0.5]"
+        assert guard.rejected == n
+    inside = {"a": 0.0, "g": 0.03}
+    assert guard.safe_step(inside, {"a": 0.5}) == {"a": 0.5}  # on the face: followed
+    # a step that would leave the box is held where the arm is, for the stepped joints
+    assert guard.safe_step(inside, {"a": 0.6}) == {"a": 0.0}
+    assert guard.rejected == 3
+    assert guard.safe_step(inside, {"a": 0.6, "g": 0.0}) == {"a": 0.0, "g": 0.03}
+    assert guard.rejected == 4
+    # an arm already outside may move back in, or stay as far out, never further
+    out = {"a": 0.7, "g": 0.03}
+    assert guard.safe_step(out, {"a": 0.65}) == {"a": 0.65}
+    assert guard.safe_step(out, {"a": 0.7}) == {"a": 0.7}
+    assert guard.safe_step(out, {"a": 0.75}) == {"a": 0.7}
+    assert guard.rejected == 5
+
+
+def test_a_fresh_latch_is_untripped_with_no_reason() -> None:
+    latch = EStopLatch()
+    assert latch.tripped is False and latch.reason == "" and latch.reasons == ()
+    assert latch.trip_count == 0
+    latch.check()
+
+
+def test_the_watchdog_expires_only_after_its_timeout_and_refuses_a_bad_one() -> None:
+    clock = FakeClock()
+    wd = CommandWatchdog(0.5, clock)
+    wd.feed()
+    clock.advance(0.5)
+    assert not wd.expired()  # exactly the timeout: still fresh
+    clock.advance(1e-6)
+    assert wd.expired()
+    for bad in (0.0, -1.0, math.nan, math.inf):
+        with pytest.raises(ValueError) as ei:
+            CommandWatchdog(bad, clock)
+        assert str(ei.value) == f"CommandWatchdog timeout_s must be > 0, got {bad!r}"

@@ -341,3 +341,20 @@ def test_a_then_with_no_tools_known_and_a_question_naming_its_camera():
     assert str(e.value) == "skills.grip.monitor[0].when.then: names no tool: 'carry'; tools: none"
     (q,) = parse_questions("grip", [{"name": "x", "camera": "wrist"}])
     assert q.question.camera == "wrist"
+
+
+def test_an_answer_s_floor_is_its_own_rules_lowest_threshold_else_the_question_s() -> None:
+    from solarian_agent.core.monitor_rules import Rule, floor
+
+    rules = [Rule("finish", "holding", threshold=0.8), Rule("escalate", "failed", threshold=0.9),
+             Rule("escalate", "failed", threshold=0.7, after_s=2.0),
+             Rule("escalate", "approaching")]
+    assert floor(rules, "holding") == 0.8
+    assert floor(rules, "failed") == 0.7  # the lowest of the value's own rules
+    # a value with no threshold of its own (or no rule): the lowest of the question's rules
+    assert floor(rules, "approaching") == 0.7
+    assert floor(rules, "lifting") == 0.7
+    assert floor([Rule("finish", "holding", threshold=0.85)], "failed") == 0.85
+    # no rule sets a threshold: no floor
+    assert floor([Rule("escalate", "failed")], "failed") is None
+    assert floor([], "failed") is None

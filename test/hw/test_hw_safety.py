@@ -352,3 +352,46 @@ def test_the_watchdog_expires_only_after_its_timeout_and_refuses_a_bad_one() -> 
         with pytest.raises(ValueError) as ei:
             CommandWatchdog(bad, clock)
         assert str(ei.value) == f"CommandWatchdog timeout_s must be > 0, got {bad!r}"
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"lower": math.nan}, "joint 'j': lower must be a finite number, got nan"),
+    ({"lower": True}, "joint 'j': lower must be a finite number, got True"),
+    ({"upper": "1"}, "joint 'j': upper must be a finite number, got '1'"),
+    ({"max_velocity": math.inf}, "joint 'j': max_velocity must be a finite number, got inf"),
+    ({"lower": 1.0, "upper": 1.0}, "joint 'j': lower (1.0) must be below upper (1.0)"),
+    ({"max_velocity": 0.0}, "joint 'j': max_velocity must be > 0, got 0.0"),
+    ({"max_velocity": -1.0}, "joint 'j': max_velocity must be > 0, got -1.0"),
+])
+def test_a_joint_limit_refuses_a_bad_value_naming_the_joint_field_and_value(
+        kw: dict, message: str) -> None:
+    with pytest.raises(ValueError) as ei:
+        JointLimit("j", **{"lower": -1.0, "upper": 1.0, "max_velocity": 1.0, **kw})
+    assert str(ei.value) == message
+
+
+def test_arm_limits_need_a_joint() -> None:
+    with pytest.raises(ValueError) as ei:
+        ArmLimits((), max_step=0.1)
+    assert str(ei.value) == "ArmLimits needs at least one joint"
+
+
+def test_a_bad_target_names_the_joint_the_value_and_what_was_wrong() -> None:
+    from solarian_agent.arm.safety import validate_target
+
+    with pytest.raises(UnknownJointError) as ei:
+        validate_target(LIMITS, {"elbow": 0.5})
+    assert str(ei.value) == "unknown joint 'elbow' in command; the arm has ['a', 'g']"
+    assert (ei.value.joint, ei.value.value) == ("elbow", 0.5)
+    with pytest.raises(NonFiniteCommandError) as ei:
+        validate_target(LIMITS, {"a": math.nan})
+    assert str(ei.value) == "joint 'a': target is nan, not a finite number"
+    assert ei.value.joint == "a" and math.isnan(ei.value.value)
+    with pytest.raises(NonFiniteCommandError) as ei:
+        validate_target(LIMITS, {"a": None})
+    assert str(ei.value) == "joint 'a': target must be a number, got NoneType None"
+    assert ei.value.value is None and ei.value.joint == "a"
+    with pytest.raises(NonFiniteCommandError) as ei:
+        validate_target(LIMITS, {"a": "1.0"})
+    assert ei.value.value == "1.0"
+    assert validate_target(LIMITS, {"a": 1, "g": 0.5}) == {"a": 1.0, "g": 0.5}

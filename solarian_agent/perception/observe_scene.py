@@ -105,8 +105,8 @@ def normalize_focus(focus: Any) -> str:
         raise ObserveSceneRejected("focus_too_long", f"focus has {len(f)} characters; at most "
                                                      f"{MAX_FOCUS_CHARS} are allowed")
     # Zl / Zp: the Unicode line and paragraph separators break a line like a control char
-    bad = [c for c in f if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
-           and c not in " "]
+    # (a plain space is Zs: allowed)
+    bad = [c for c in f if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")]
     if bad:
         raise ObserveSceneRejected("focus_control", f"focus contains control characters "
                                                     f"({', '.join(repr(c) for c in bad[:3])})")
@@ -170,7 +170,9 @@ def build_vision_backend(vision: str, cfg: AgentConfig | None = None,
                                                   "tests, not from configuration")
     environ = os.environ if env is None else env
     provider = {"openai-responses": "openai_responses"}.get(vision, vision)
-    model = ""
+    # None would read the same: it is only tested with ``not model`` or replaced, and
+    # build_provider reads ``cfg.model or ""`` (the same "needs a model name" refusal)
+    model = ""  # pragma: no mutate
     if provider.startswith("openai"):
         model = environ.get("OPENAI_VISION_MODEL") or environ.get("OPENAI_MODEL") or ""
     if not model and cfg is not None and cfg.monitor is not None:
@@ -258,7 +260,7 @@ class SceneObserver:
     def inspect_self(self, episode: AttentionEpisode | None = None) -> dict[str, Any]:
         """Resource and interpretation facts, reported separately; never captures."""
         if episode is not None:
-            slot = episode.begin("inspect_self", "")
+            slot = episode.begin("inspect_self")
             episode.applied(slot)
         app = self._safe(self._app_running)
         cam = self._safe(self._camera_running)
@@ -266,9 +268,8 @@ class SceneObserver:
             "app_running": app,
             "camera": {"name": self.camera, "configured": bool(self.camera), "running": cam},
             "vision": {"configured": self.backend is not None,
-                       "backend": getattr(self.backend, "name", "none") if self.backend
-                       else "none",
-                       "model": getattr(self.backend, "model", "") if self.backend else ""},
+                       "backend": getattr(self.backend, "name", "none"),
+                       "model": getattr(self.backend, "model", "")},
             "observe_scene_offered": app and cam and self.backend is not None,
         }
 

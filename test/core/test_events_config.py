@@ -121,3 +121,14 @@ def test_bad_queue_settings_and_interrupts_under_reject_new():
     full.put(Event("operator", "ui", "stop", urgency="interrupt"))
     assert full.put(Event("user", "chat", "later")) is False
     assert [e.content for e in full.dropped] == ["later"] and full.dropped_count == 1
+
+
+def test_the_queue_holds_256_events_by_default_and_drops_the_oldest_routine_one():
+    q = EventQueue()
+    assert (q.maxsize, q.overflow) == (256, "drop_oldest_routine")
+    for i in range(256):
+        assert q.put(ev(content=f"e{i}")) is True
+    assert len(q) == 256 and q.dropped_count == 0
+    assert q.put(ev(content="e256")) is True  # the 257th: the oldest routine event goes
+    assert q.dropped_count == 1 and [e.content for e in q.dropped] == ["e0"]
+    assert [e.content for e in q.peek()] == [f"e{i}" for i in range(1, 257)]

@@ -12,7 +12,7 @@ from solarian_agent.core import names
 from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.errors import SkillFailed
 from solarian_agent.core.executor import SkillExecutor, TrackerResult
-from solarian_agent.core.messages import SkillFeedback, SkillGoal, SkillResult
+from solarian_agent.core.messages import OperatorEvent, SkillFeedback, SkillGoal, SkillResult
 from solarian_agent.core.skill import Skill, Tool, TrackerRequest
 from solarian_agent.core.transport import LATCHED, Bus, GoalHandle, GoalStatus, QoS
 from solarian_agent.testing.harness import record_events
@@ -676,6 +676,14 @@ def test_a_busy_refusal_names_only_the_actions_holding_that_resource() -> None:
 def _deep(n: int) -> None:
     if n == 0:
         raise ValueError("deep")
+    _deeper(n - 1)
+
+
+def _deeper(n: int) -> None:
+    # alternating with _deep: no two consecutive frames are the same line, so Python never
+    # folds them into "[Previous line repeated N more times]" and every kept frame is printed
+    if n == 0:
+        raise ValueError("deep")
     _deep(n - 1)
 
 
@@ -703,6 +711,12 @@ def test_published_tracebacks_are_bounded_to_five_frames() -> None:
     tracebacks = [e["traceback"] for e in _of(events, "skill_error")]
     assert len(tracebacks) == 2
     assert [t.count('  File "') for t in tracebacks] == [5, 5]
+    assert not any("repeated" in t for t in tracebacks)  # nothing folded away
+    # the five outermost frames, from the executor's own down into the skill
+    frames = [line.rsplit(" in ", 1)[1] for line in tracebacks[0].splitlines()
+              if line.startswith('  File "')]
+    assert frames == ["_step", "tick", "_deep", "_deeper", "_deep"]
+    assert tracebacks[0].endswith("ValueError: deep\n")
 
 
 def test_a_refusal_over_several_resources_lists_them_and_every_holder() -> None:
@@ -719,3 +733,38 @@ def test_a_refusal_over_several_resources_lists_them_and_every_holder() -> None:
     h = bus.send_goal("skills/both", SkillGoal("both", {}, 1, "a3"))
     assert h.result.reason == ("refused: arm, cam busy with a1 (pick), a2 (timed); stop it "
                                "first or wait for it to end")
+
+
+def test_a_new_executor_keeps_its_bus_and_starts_with_the_e_stop_clear() -> None:
+    bus, ex, _, _ = _rig()
+    assert ex.bus is bus
+    assert ex.estop_latched is False  # exactly False, not merely falsy, until an estop arrives
+    op = bus.publisher(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT)
+    op.publish(OperatorEvent("estop"))
+    assert ex.estop_latched is True
+    op.publish(OperatorEvent("estop_reset"))
+    assert ex.estop_latched is False
+
+
+def test_a_running_action_records_the_generation_it_was_decided_in() -> None:
+    bus, ex, _, clock = _rig(Tracker())
+    ex.advance_generation("reset")
+    clock.advance(3.0)
+    h = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 2, "op-7"))
+    ex.tick()
+    ra = ex.running["op-7"]
+    assert (ra.action_id, ra.tool, ra.generation, ra.started_at, ra.by, ra.trackers,
+            ra.deadline, ra.stop_request) == ("op-7", "pick", 2, clock.now(), "operator",
+                                              ["cam.target"], None, None)
+    assert ra.handle is h and ra.spec == ex.all_specs["pick"] and isinstance(ra.skill, Pick)
+
+
+def test_a_skill_that_never_constructs_has_nothing_to_stop_and_reports_no_error() -> None:
+    bus, ex, events = _probe_rig()
+    n = bus.send_goal("skills/probe", SkillGoal("probe", {"mode": "no_init"}, 1, "a1"))
+    ex.tick()
+    assert n.result == SkillResult("a1", "failed",
+                                   "skill probe could not start: ValueError('bad wiring')")
+    # no skill object: no on_stop is tried, so no "on_stop raised ..." error is published
+    assert [e.kind for e in events] == []
+    assert Probe.stops == [] and ex.running == {}

@@ -638,3 +638,136 @@ def test_vision_configuration_errors_name_their_path() -> None:
     for provider in ("rules", "scripted"):
         assert effective_vision(cfg(cameras=["wrist"], planner={"provider": provider}),
                                 " cv ") == ("cv", "wrist")
+
+
+# ------------------------------------------- defaults, exact reasons and wiring (issue 23, more)
+
+def test_the_backend_gets_a_30_second_timeout_by_default() -> None:
+    clock, be = FakeClock(), SizingBackend()
+    obs = SceneObserver(clock, be, Camera(clock).capture, camera="wrist",
+                        camera_running=lambda: True)
+    assert obs.timeout_s == 30.0
+    obs.observe_scene("cup")
+    assert be.timeouts == [30.0]
+
+
+def test_an_extra_argument_s_refusal_names_everything_focus_cannot_select() -> None:
+    obs, cam, _, _, events = make()
+    with pytest.raises(ObserveSceneRejected) as e:
+        obs.handle({"focus": "cup", "resolution": "4k"})
+    want = ("observe_scene takes only focus; got resolution (it cannot select a camera, file, "
+            "URL, crop, exposure, resolution, provider, model or frame count)")
+    assert (e.value.code, e.value.reason) == ("extra_argument", want)
+    assert events == [("observe_scene_rejected", {"code": "extra_argument", "reason": want})]
+    assert cam.captures == 0
+
+
+def test_the_event_s_latency_is_rounded_to_four_decimals(monkeypatch: Any) -> None:
+    import solarian_agent.perception.observe_scene as mod
+
+    ticks = iter([100.0, 101.23456789])
+
+    class FakeTime:
+        @staticmethod
+        def monotonic() -> float:
+            return next(ticks)
+
+    monkeypatch.setattr(mod, "time", FakeTime)
+    obs, _, _, _, events = make()
+    res = obs.observe_scene("cup")
+    assert res.latency_s == pytest.approx(1.23456789)
+    assert events[-1][0] == "observe_scene"
+    latency = events[-1][1]["latency_s"]
+    assert latency == 1.2346 and isinstance(latency, float)
+
+
+class _Falsy(SizingBackend):
+    """A backend object that is falsy (``__bool__`` False) yet configured."""
+
+    def __bool__(self) -> bool:
+        return False
+
+
+def test_inspect_self_names_any_configured_backend_even_a_falsy_one() -> None:
+    # a backend object that is falsy (e.g. one with __len__) is still configured: its name
+    # and model are reported, never the "none" of no backend
+    facts = _observer(_Falsy()).inspect_self()
+    assert facts["vision"] == {"configured": True, "backend": "fake", "model": "fake-vision"}
+    assert facts["observe_scene_offered"] is True
+
+
+def test_the_default_vision_is_none_when_the_config_names_none() -> None:
+    from dataclasses import replace
+
+    from solarian_agent.core.config import RuntimeConfig
+
+    blank = replace(cfg(), runtime=RuntimeConfig(vision=""))  # built in code, not loaded
+    assert effective_vision(blank) == ("none", "")
+    assert effective_vision(blank, "") == ("none", "")
+
+
+def test_a_bad_configured_vision_names_the_configuration_path() -> None:
+    from dataclasses import replace
+
+    from solarian_agent.core.config import RuntimeConfig
+
+    bad = replace(cfg(), runtime=RuntimeConfig(vision="gpt-eyes"))  # built in code, not loaded
+    with pytest.raises(ConfigError) as e:
+        effective_vision(bad)
+    assert e.value.path == "agent.runtime.vision"
+    assert str(e.value) == ("agent.runtime.vision: 'gpt-eyes' is not allowed; allowed values: "
+                            "none, openai-responses, openai, anthropic, cv, scripted")
+    with pytest.raises(ConfigError) as e:
+        effective_vision(bad, "  ")  # an override, even a blank one, is the one named
+    assert e.value.path == "--vision"
+
+
+def test_without_an_env_mapping_the_vision_model_comes_from_the_process_environment(
+        monkeypatch: Any) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    monkeypatch.setenv("OPENAI_VISION_MODEL", "eyes-from-env")
+    b = build_vision_backend("openai", None)
+    assert (b.name, b.model, b.provider.purpose) == ("openai", "eyes-from-env", "vision")
+
+
+def test_planner_vision_builds_the_backend_from_the_configuration(monkeypatch: Any) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-0123456789")
+    c = cfg(cameras=["wrist"], planner={"provider": "anthropic", "model": "pm",
+                                        "base_url": "http://h:2/v1"},
+            runtime={"vision": "anthropic"})
+    backend, obs = planner_vision(Bus(), FakeClock(), c)
+    assert backend is not None and obs is not None and obs.backend is backend
+    # the model and endpoint come from the planner's configuration
+    assert (backend.name, backend.model, backend.provider.base_url) == (
+        "anthropic", "pm", "http://h:2/v1")
+
+
+def test_planner_vision_builds_no_backend_when_vision_is_none(monkeypatch: Any) -> None:
+    import solarian_agent.perception.observe_scene as mod
+
+    built: list[tuple[Any, ...]] = []
+    real = mod.build_vision_backend
+
+    def spy(*args: Any) -> Any:
+        built.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(mod, "build_vision_backend", spy)
+    assert planner_vision(Bus(), FakeClock(), cfg()) == (None, None)
+    assert built == []
+    c = cfg(runtime={"vision_camera": "top"})
+    planner_vision(Bus(), FakeClock(), c, vision="cv")
+    assert built == [("cv", c)]
+
+
+def test_the_planner_s_observer_runs_on_the_given_clock() -> None:
+    bus, clock = Bus(), FakeClock()
+    be = SizingBackend()
+    _, obs = planner_vision(bus, clock, cfg(cameras=["wrist"]), vision="cv", backend=be)
+    assert obs is not None and obs.clock is clock
+    bus.publisher(names.image_topic("wrist"), names.T_IMAGE).publish(
+        Image(np.zeros((48, 64, 3), np.uint8), clock.now(), "wrist", 1))
+    assert obs.offered()  # the camera's freshness is read on that clock
+    res = obs.observe_scene("cup")
+    assert (res.observed_at, res.observed_at_wall) == (clock.now(), clock.wall())
+    assert res.description == "saw 64x48 from wrist"

@@ -273,6 +273,13 @@ class PacketSplitter:
                 self.discarded += 2
                 del buf[:2]
                 continue
+            if length + 4 > MAX_PACKET:
+                # no packet is longer (the SDK's rxPacket resyncs so too): a noisy length byte,
+                # which would otherwise make the splitter wait for up to 255 bytes and swallow
+                # the real answers behind it until the transaction times out
+                self.discarded += 2
+                del buf[:2]
+                continue
             total = length + 4
             if len(buf) < total:
                 return None

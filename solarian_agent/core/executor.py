@@ -258,10 +258,16 @@ class SkillExecutor:
 
     # the control loop -----------------------------------------------------------------------
     def tick(self) -> None:
-        """One control period: start pending skills, stop requested ones, enforce deadlines and
-        tick the rest.  Never raises: a skill's exception fails that skill only."""
+        """One control period: stop requested skills, start pending ones, enforce deadlines
+        and tick the rest.  Never raises: a skill's exception fails that skill only."""
         self.ticks += 1
         now = self.clock.now()
+        # Stops first: an action asked to stop no longer claims its resources, so a goal for
+        # them may be pending; the old skill's on_stop (an arm skill's hold) must reach the
+        # arm before the new skill's first command, never after it and cancel it.
+        with self._lock:
+            stopping = [ra for ra in self.running.values() if ra.stop_request is not None]
+        self._step_each(stopping, now)
         with self._lock:
             pending, self._pending = self._pending, []
             self._starting = list(pending)
@@ -273,7 +279,10 @@ class SkillExecutor:
             finally:
                 with self._lock:
                     self._starting.remove(p)
-        for ra in list(self.running.values()):
+        self._step_each(list(self.running.values()), now)
+
+    def _step_each(self, actions: list[RunningAction], now: float) -> None:
+        for ra in actions:
             try:
                 self._step(ra, now)
             except Exception as e:

@@ -381,7 +381,39 @@ def test_a_busy_resource_is_refused_naming_who_holds_it() -> None:
     again = bus.send_goal("skills/pick", SkillGoal("pick", {"point": [1, 2]}, 1, "a5"))
     assert not again.done
     ex.tick()
-    assert ex.busy
+    assert "a5" in ex.running and "a1" not in ex.running
+
+
+class ArmLog(Skill):
+    """Logs its start and stop in order, as an arm skill's command and hold (test skill)."""
+
+    description = "Commands the arm until stopped (test skill)."
+    resources = ("arm",)
+    ends_by_itself = False
+    log: list[str] = []
+
+    def start(self) -> None:
+        ArmLog.log.append(f"command by {self.ctx.action_id}")
+
+    def on_stop(self, reason: str) -> None:
+        ArmLog.log.append(f"hold by {self.ctx.action_id}")
+
+
+def test_a_replaced_arm_skill_holds_before_the_new_one_commands() -> None:
+    """The old skill's stop (an arm hold) reaches the arm before the new skill's first
+    command in the same tick: a hold after it would cancel the new command on a real arm."""
+    ArmLog.log = []
+    bus = Bus()
+    ex = SkillExecutor(bus, FakeClock(), {"move": Tool(ArmLog)}, {})
+    first = bus.send_goal("skills/move", SkillGoal("move", {}, 1, "a1"))
+    ex.tick()
+    first.cancel()
+    second = bus.send_goal("skills/move", SkillGoal("move", {}, 1, "a2"))
+    assert not second.done  # the stopping action no longer claims the arm
+    ex.tick()
+    assert ArmLog.log == ["command by a1", "hold by a1", "command by a2"]
+    assert first.result == SkillResult("a1", "stopped", "cancel requested", {})
+    assert list(ex.running) == ["a2"]
 
 
 def test_stop_all_stops_every_running_action_with_the_reason() -> None:

@@ -10,7 +10,7 @@ ROS_WHEELS := $(VENV)/.ros-wheels
 ROS_BUILT := build/ros/.built
 INTERFACES := $(wildcard msg/*.msg srv/*.srv action/*.action)
 
-.PHONY: demo test bench mutate lint typecheck clean venv ros ros-check
+.PHONY: demo test bench mutate lint typecheck clean clean-mutants venv ros ros-check
 
 venv: $(STAMP)
 
@@ -65,4 +65,8 @@ typecheck: $(STAMP)
 	$(PY) -m mypy
 
 clean:
-	rm -rf $(VENV) build *.egg-info mutants
+	rm -rf $(VENV) build *.egg-info
+
+# mutmut's cached results (hours to measure again): apart from clean on purpose
+clean-mutants:
+	rm -rf mutants

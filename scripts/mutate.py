@@ -7,7 +7,8 @@ mutmut runs with one worker under ``nice -n 10`` (the machine is shared) and sto
 time budget; its results are kept in ``mutants/`` (git-ignored), so a later run goes on where
 this one stopped.  ``--module`` runs only the named modules' mutants (module by module when the
 whole set does not fit the budget); ``--retest`` runs again only the mutants not killed yet
-(after tests were added for them).  The report (``test-artifacts/mutation/report.json``: per
+(after tests were added for them); ``--digest NAME`` prints a mutant's digest for the list of
+equivalent mutants in pyproject.toml.  The report (``test-artifacts/mutation/report.json``: per
 module the mutants, killed, survived, not yet checked and the survivors by name, with the
 commit and time it was measured at) is what ``solarian-agent bench mutate`` shows.  It is not
 part of ``make test`` or CI.
@@ -24,26 +25,32 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parent.parent
-REPORT = ROOT / "test-artifacts" / "mutation" / "report.json"
-# mutmut's exit codes per mutant (mutmut.stats.status_by_exit_code): 1 and 3 killed by a
-# test, 37 by the type checker, 0 survived, None not yet checked; timeouts count as killed
-# (the mutant made a test hang), the rest are reported as they are
-KILLED = {1, 3, 37}
-TIMEOUT = {36, 24, -24, 152, 255}
-NO_TESTS = {5, 33}
+sys.path.insert(0, str(ROOT))  # the package of this tree, whatever is installed
+
+from solarian_agent.benchmarks import mutate as report_of  # noqa: E402
+
+REPORT = report_of.REPORT
+
+
+def _pyproject() -> dict[str, Any]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]
 
 
 def modules() -> list[str]:
-    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
-    return list(conf["only_mutate"])
+    return list(_pyproject()["mutmut"]["only_mutate"])
 
 
-def dotted(path: str) -> str:
-    return path.removesuffix(".py").replace("/", ".")
+def equivalent() -> dict[str, str]:
+    """``[tool.solarian-mutate.equivalent]``: mutant name -> "digest: why it is equivalent"."""
+    return dict(_pyproject().get("solarian-mutate", {}).get("equivalent", {}))
 
 
 def run_mutmut(names: list[str], budget_s: float) -> int:
@@ -70,41 +77,6 @@ def run_mutmut(names: list[str], budget_s: float) -> int:
         return 124
 
 
-def module_report(path: str, root: Path = ROOT) -> dict[str, object]:
-    """One module's figures from mutmut's results (``mutants/<path>.meta``)."""
-    meta = root / "mutants" / (path + ".meta")
-    if not meta.exists():
-        return {"module": path, "run": False}
-    codes: dict[str, int | None] = json.loads(meta.read_text())["exit_code_by_key"]
-    killed = sum(c in KILLED for c in codes.values())
-    timeouts = sum(c in TIMEOUT for c in codes.values())
-    survivors = sorted(k for k, c in codes.items() if c == 0)
-    unchecked = sum(c is None for c in codes.values())
-    no_tests = sorted(k for k, c in codes.items() if c in NO_TESTS)
-    other = sum(1 for c in codes.values()
-                if c is not None and c not in KILLED | TIMEOUT | NO_TESTS and c != 0)
-    checked = len(codes) - unchecked
-    score = round(100.0 * (killed + timeouts) / checked, 1) if checked else None
-    return {"module": path, "run": True, "mutants": len(codes), "checked": checked,
-            "killed": killed, "timeout": timeouts, "survived": len(survivors),
-            "no_tests": len(no_tests), "other": other, "not_checked": unchecked,
-            "killed_pct": score,
-            "survivors": [s.removeprefix(dotted(path) + ".") for s in survivors],
-            "untested": [s.removeprefix(dotted(path) + ".") for s in no_tests]}
-
-
-def not_killed(paths: list[str], root: Path = ROOT) -> list[str]:
-    """The mutants of ``paths`` that survived, were reached by no test or are unchecked."""
-    out: list[str] = []
-    for path in paths:
-        meta = root / "mutants" / (path + ".meta")
-        if meta.exists():
-            codes = json.loads(meta.read_text())["exit_code_by_key"]
-            out += sorted(k for k, c in codes.items()
-                          if c is None or c == 0 or c in NO_TESTS)
-    return out
-
-
 def git(*args: str) -> str:
     try:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
@@ -114,24 +86,20 @@ def git(*args: str) -> str:
 
 
 def write_report(wall_s: float, status: int) -> dict[str, object]:
-    mods = [module_report(m) for m in modules()]
-    ran = [m for m in mods if m["run"]]
-    total = {k: sum(int(m[k]) for m in ran)  # type: ignore[call-overload]
-             for k in ("mutants", "checked", "killed", "timeout", "survived", "no_tests",
-                       "not_checked")}
-    checked = total["checked"]
-    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    equiv = equivalent()
+    mods = [report_of.module_report(m, ROOT, equiv) for m in modules()]
+    dirty = bool(git("status", "--porcelain"))
     report = {
         "measured_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "commit": git("rev-parse", "--short", "HEAD") + ("+changes" if dirty else ""),
         "tool": "mutmut " + _version(), "wall_s": round(wall_s, 1), "mutmut_exit": status,
         "complete": status == 0 and all(m["run"] and m["not_checked"] == 0 for m in mods),
-        "total": {**total, "killed_pct": round(100.0 * (total["killed"] + total["timeout"])
-                                               / checked, 1) if checked else None},
+        "total": report_of.total(mods),
         "modules": mods,
     }
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    REPORT.write_text(json.dumps(report, indent=1) + "\n")
+    path = ROOT / REPORT
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=1) + "\n")
     return report
 
 
@@ -154,7 +122,17 @@ def main(argv: list[str] | None = None) -> int:
                          "test, not checked) of the modules: after new tests were added")
     ap.add_argument("--report-only", action="store_true",
                     help="write the report from the results in mutants/ without running")
+    ap.add_argument("--digest", metavar="NAME", action="append", default=[],
+                    help="print a mutant's digest for [tool.solarian-mutate.equivalent]")
     args = ap.parse_args(argv)
+    for name in args.digest:
+        path = next((m for m in modules() if name.startswith(report_of.dotted(m) + ".")), None)
+        digest = report_of.mutant_digest(path, name, ROOT) if path else None
+        if digest is None:
+            ap.error(f"--digest {name!r}: no such mutant in mutants/ (run make mutate first)")
+        print(f'"{name}" = "{digest}: "')
+    if args.digest:
+        return 0
     known = modules()
     for m in args.module:
         if m not in known:
@@ -162,18 +140,27 @@ def main(argv: list[str] | None = None) -> int:
                      f"{', '.join(known)}")
     t0 = time.monotonic()
     status = 0
+    paths = args.module or known
     if args.retest:
-        names = not_killed(args.module or known)
+        names = report_of.not_killed(paths, ROOT)
         print(f"retesting {len(names)} mutants not killed yet", flush=True)
         status = run_mutmut(names, args.budget_s) if names else 0
     elif not args.report_only:
-        status = run_mutmut([dotted(m) + ".*" for m in args.module], args.budget_s)
+        # with results there, only the unchecked ones: mutmut reruns every mutant it is
+        # named, checked or not, so a pattern would start the module over
+        todo = report_of.unchecked(paths, ROOT)
+        if todo is None:
+            status = run_mutmut([report_of.dotted(m) + ".*" for m in args.module], args.budget_s)
+        elif todo:
+            status = run_mutmut(todo, args.budget_s)
+        else:
+            print("every mutant of these modules is checked: --retest reruns the survivors",
+                  flush=True)
     report = write_report(time.monotonic() - t0, status)
     from solarian_agent.benchmarks import format_table
-    from solarian_agent.benchmarks.mutate import rows
-    print(format_table({"suite": "mutate", **r} for r in rows(report)))
-    print(f"report: {REPORT.relative_to(ROOT)}")
-    return 0
+    print(format_table({"suite": "mutate", **r} for r in report_of.rows(report)))
+    print(f"report: {REPORT}")
+    return 0 if status in (0, 124) else status
 
 
 if __name__ == "__main__":

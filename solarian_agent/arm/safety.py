@@ -162,7 +162,7 @@ class ArmLimits:
 
         # the codec's spelling, or the locale's default under a UTF-8 locale (CI's), read the
         # same: equivalent mutants here; utf-8 is named for machines with another locale
-        with open(path, encoding="utf-8") as f:  # pragma: no mutate
+        with open(path, encoding="utf-8") as f:
             doc = yaml.safe_load(f)
         if not isinstance(doc, Mapping) or "arm" not in doc:
             from solarian_agent.core.errors import ConfigError
@@ -361,7 +361,7 @@ class WorkspaceGuard:
         after = self.workspace.excess(self._xyz(q_next))
         # `<` would go on to the check below, which also follows nxt (excess is never below
         # 0, so after <= before): an equivalent mutant; this test spares the second FK
-        if after <= 0.0:  # pragma: no mutate
+        if after <= 0.0:
             return dict(nxt)
         before = self.workspace.excess(self._xyz(current))
         if after <= before:

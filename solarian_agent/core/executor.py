@@ -481,7 +481,7 @@ class SkillExecutor:
         with self._lock:
             # only tick() ends actions, and it ends only running ones: the default never
             # applies (a mutant without it is equivalent)
-            self.running.pop(ra.action_id, None)  # pragma: no mutate
+            self.running.pop(ra.action_id, None)
             still_read = {f for other in self.running.values() for f in other.trackers}
         self._stop_trackers([f for f in ra.trackers if f not in still_read], by=ra.by)
         data = dict(ra.skill.result)

@@ -172,7 +172,7 @@ def build_vision_backend(vision: str, cfg: AgentConfig | None = None,
     provider = {"openai-responses": "openai_responses"}.get(vision, vision)
     # None would read the same: it is only tested with ``not model`` or replaced, and
     # build_provider reads ``cfg.model or ""`` (the same "needs a model name" refusal)
-    model = ""  # pragma: no mutate
+    model = ""
     if provider.startswith("openai"):
         model = environ.get("OPENAI_VISION_MODEL") or environ.get("OPENAI_MODEL") or ""
     if not model and cfg is not None and cfg.monitor is not None:
@@ -307,7 +307,7 @@ class SceneObserver:
     def observe_scene(self, focus: str, episode: AttentionEpisode | None = None
                       ) -> VisualPerceptionResult:
         # no extra arguments: [] and None read the same in _call's ``if extra``
-        return self._call(focus, [], episode)  # pragma: no mutate
+        return self._call(focus, [], episode)
 
     def _call(self, focus: Any, extra: list[str], episode: AttentionEpisode | None,
               claimed: int | None = None) -> VisualPerceptionResult:
@@ -319,7 +319,7 @@ class SceneObserver:
                                      focus.strip() if isinstance(focus, str) else "")
             else:
                 # without an episode _observe never reads the slot: any value is the same
-                slot = -1  # pragma: no mutate
+                slot = -1
             if extra:
                 raise ObserveSceneRejected(
                     "extra_argument", f"observe_scene takes only focus; got "

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from .clock import Clock, FakeClock, SystemClock
+from .scrubbing import scrub as scrub_secrets
 from .text import clean
 
 _SECRETS: set[str] = set()
@@ -55,12 +56,10 @@ def register_secret(value: str | None) -> None:
 
 
 def scrub(text: str) -> str:
+    """``text`` with every registered secret, and its base64 form, replaced by [REDACTED]."""
     with _SECRETS_LOCK:
         secrets = list(_SECRETS)
-    for s in secrets:
-        if s in text:
-            text = text.replace(s, "[REDACTED]")
-    return text
+    return scrub_secrets(text, secrets, "[REDACTED]")
 
 
 def _json_default(o: Any) -> Any:

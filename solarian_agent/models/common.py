@@ -40,9 +40,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.scrubbing import scrub
 from .base import ImagePart, Message, ModelError, ModelReply, ModelRequest, TextPart, Usage
 from .retry import RetryPolicy, TransientModelError, call_with_retries, parse_retry_after
-from .scrubbing import scrub
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ class ImageLimits:
     max_bytes: int
 
 
-# ------------------------------------------------------------- text (scrubbing: scrubbing.py)
+# ------------------------------------------------------- text (scrubbing: core/scrubbing.py)
 
 
 def _clip(text: str, n: int = MAX_ERROR_CHARS) -> str:

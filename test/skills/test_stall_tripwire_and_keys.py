@@ -1,6 +1,7 @@
 """The stall tripwire keeps no state for the life of a run, and every key a run's providers
 read is scrubbed from what the episode log writes."""
 
+import base64
 from dataclasses import replace
 
 from solarian_agent.core.config import (
@@ -44,6 +45,9 @@ def test_every_providers_key_is_registered_as_a_secret():
     assert set(names) == {"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ROUTER_KEY"}
     for key in env.values():
         assert scrub(f"error from {key} here") == "error from [REDACTED] here"
+        # the base64 form too (an echoed Basic auth header), as the model layer's scrub
+        b64 = base64.b64encode(key.encode()).decode()
+        assert scrub(f"Authorization: Basic {b64}") == "Authorization: Basic [REDACTED]"
     # an offline planner registers no planner key, but the monitor's still counts
     env2 = {"OPENAI_API_KEY": "sk-openai-only-monitor-0123456789", "ANTHROPIC_API_KEY": "x" * 12}
     assert register_run_secrets(replace(cfg, events=EventsConfig()), None, env2) == \

@@ -25,6 +25,9 @@ def trust(source: str, before: str) -> str:
         return "A controller check is reliable: act on it."
     return f"A monitor flag can be wrong: check the newest image{before}."
 
+# the outcome a monitor decision ends its action with (SKILL_CONCLUDE)
+_DECIDED_OUTCOME = {"finish": "succeeded", "fail": "failed"}
+
 
 class EventHandlers:
     """Turns routed events into news, wakes and plan steps.  ``self.p``: the planner."""
@@ -77,6 +80,12 @@ class EventHandlers:
         # per-action bookkeeping ends with the action, whatever the run's status is now (a
         # paused or ended run must not keep it for the life of the process)
         followup = self.p.followups.pop(res.action_id, None)
+        if followup is not None and res.outcome != _DECIDED_OUTCOME.get(followup[1]):
+            # it ended otherwise than the monitor decided (a stop or its limit came first):
+            # the follow-up was for that decision, and after a stop it would move the arm on
+            self.p.log_event("followup_dropped", action_id=res.action_id, tool=followup[0],
+                             decision=followup[1], outcome=res.outcome)
+            followup = None
         woken_for_fail = res.action_id in self.p.woken_for_fail
         self.p.woken_for_fail.discard(res.action_id)
         self.p.escalated = {k for k in self.p.escalated if k[0] != res.action_id}

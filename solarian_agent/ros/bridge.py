@@ -451,7 +451,7 @@ class Bridge:
     def wait_for_action_servers(self, timeout_s: float, stop: threading.Event
                                 ) -> list[str]:
         """Wait (bounded; ends on ``stop``) until every action client has matched its server;
-        the names still without one.  Not on the executor thread: discovery needs it to spin.
+        the names still without one.  Not on the executor thread: it would hold every callback.
         A goal sent before the match is refused ("no action server"), and a planner that
         answers at once can spend its refusal budget before discovery ends on a loaded
         machine."""

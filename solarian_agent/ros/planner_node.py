@@ -69,9 +69,10 @@ def main(args: Sequence[str] | None = None) -> int:
         spec = graph.planner_node(list(cfg.cameras), names_)
         bridge.add(spec.of("action_client"))
         log.info(f"skill tools: {', '.join(names_) or '(none)'}")
-        # "planner running" only once the skills' action servers are matched (bounded): a
-        # task sent at once is then never refused for a server not discovered yet
-        missing = bridge.wait_for_action_servers(wait_s, stop)
+        # "planner running" only once the skills' action servers are matched: a task sent at
+        # once is then never refused for a server not discovered yet.  One deadline for the
+        # catalogue and the servers: the skills get wait_s in all, not twice
+        missing = bridge.wait_for_action_servers(max(0.0, end - time.monotonic()), stop)
         if missing:
             log.warning(f"no action server matched yet for {', '.join(missing)}; their goals "
                         "are refused until it is")

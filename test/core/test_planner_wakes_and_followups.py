@@ -114,6 +114,27 @@ def test_follow_up_after_a_finish_carries_the_step_on_when_the_plan_does_not_nam
     assert h.run_until(lambda: h.planner.status == "succeeded", 10)
 
 
+def test_no_follow_up_for_an_action_a_stop_ended_before_the_monitor_s_finish():
+    """The stop came first (the operator's "stop the pick"): the action ends stopped, and the
+    monitor's finish -> home follow-up must not move the arm on after it."""
+    h = harness([reply("", ("spin", {})), reply("stopped, as asked")])
+    h.say("spin")
+    assert h.run_until(lambda: h.planner.actions, 5)
+    aid = next(iter(h.planner.actions))
+    assert h.run_until(lambda: aid in h.executor.running, 2)
+    h.executor.stop_all("the operator said stop")
+    verdict(h, aid, "spin", "finish", then="home")
+    h.planner.tick()  # the finish is accepted (its reason noted) while the stop is pending
+    assert h.planner.followups == {aid: ("home", "finish")}
+    assert h.run_until(lambda: not h.planner.actions, 2)
+    h.runtime.run_for(0.5)
+    assert not started(h, "home") and not h.planner.followups
+    ended = [e.data for e in h.skill_events if e.kind == "skill_ended"
+             and e.data.get("action_id") == aid]
+    assert ended and ended[0]["outcome"] == "stopped"
+    assert not any("finished by the monitor" in n for n in h.planner.news)
+
+
 def test_follow_up_that_cannot_start_wakes_the_planner_instead_of_running_the_queue():
     h = harness([
         reply("plan", ("update_plan", {"steps": [

@@ -121,7 +121,14 @@ def test_the_executor_declares_its_graph_and_offers_only_described_tools() -> No
     assert (first.value, first.reason) == (1, "start")
     catalogue = bus.call(names.TOOL_CATALOGUE, {})
     assert [c["name"] for c in catalogue] == ["pick", "timed", "instant", "failstart"]
-    assert catalogue[0] == Tool(Pick).spec("pick").as_dict()
+    assert catalogue[0] == {
+        "name": "pick", "description": "Takes a point, runs until told (test skill).",
+        "parameters": {"type": "object", "properties": {"point": {"type": "array"},
+                                                        "fail": {"type": "string"},
+                                                        "raise": {"type": "string"}}},
+        "image_points": ["point"], "examples": [], "ends_by_itself": False,
+        "max_duration_s": None, "max_target_area": 0.2, "monitor": [], "camera": "cam",
+        "resources": ["arm"]}
     assert set(ex.all_specs) == {"pick", "timed", "instant", "failstart", "hidden"}
     # the operator-only skill still runs
     h = bus.send_goal("skills/hidden", SkillGoal("hidden", {}, 1, "op-1"))
@@ -481,7 +488,7 @@ def test_a_harness_error_while_running_stops_the_action_and_its_trackers() -> No
     ex.tick()
     assert s.result == SkillResult("a2", "failed",
                                    "harness error in timed: OSError: socket closed")
-    assert ex.running == {} and ex.ticks == 2
+    assert ex.running == {}
 
 
 def test_every_event_carries_the_clock_s_wall_time() -> None:

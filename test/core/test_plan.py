@@ -187,7 +187,11 @@ def test_render_and_as_list() -> None:
     q.action_ended("a1", "failed")
     assert q.render().splitlines()[0] == (
         "1. [pending] pick the cup -> pick(point=[1, 2], name='cup')")
-    assert q.as_list() == [s.as_dict() for s in q.steps] and len(q.as_list()) == 3
+    assert q.as_list() == [
+        {"step": 1, "description": "pick the cup", "status": "pending", "tool": "pick",
+         "args": {"point": [1, 2], "name": "cup"}, "action_id": "a1"},
+        {"step": 2, "description": "look", "status": "pending", "tool": "look"},
+        {"step": 3, "description": "check", "status": "done"}]
     long = queue({"description": "d", "tool": "pick", "args": {"text": "x" * 500}})
     call = long.render().split(" -> ", 1)[1]
     assert call == "pick(" + ("text='" + "x" * 500)[:120] + ")"

@@ -503,8 +503,11 @@ class SkillExecutor:
         for f in fields:
             try:
                 self.trackers.stop(f)
-            except Exception:
-                pass
+            except Exception as e:
+                # the field is free for the next tracker either way; the operator is told the
+                # old one may still run instead of seeing it released
+                self._emit("service_stop_failed", by=by, field=f, error=f"{type(e).__name__}: {e}")
+                continue
             self._emit("service_stopped", by=by, field=f)
 
     @property

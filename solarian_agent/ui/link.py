@@ -439,6 +439,8 @@ def describe_event(kind: str, data: Mapping[str, Any]) -> str:
             verb = "started" if kind == "service_started" else "stopped"
             params = f" {compact(g('params'), 80)}" if g("params") else ""
             return f"{g('module', '')} {g('field', '')} {verb}{params}".strip()
+        if kind == "service_stop_failed":
+            return f"{g('field', '')} did not stop ({g('error', '')}): it may still run"
         if kind == "generation_advanced":
             return f"generation → {g('generation')}: {g('reason', '')}"
         if kind == "conversation_reset":

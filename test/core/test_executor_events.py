@@ -520,7 +520,7 @@ def test_conclude_without_outcome_or_reason() -> None:
     assert h.result == SkillResult("a1", "succeeded", "", {})
 
 
-def test_a_tracker_that_fails_to_stop_is_still_reported_released() -> None:
+def test_a_tracker_that_fails_to_stop_is_reported_so_and_its_field_freed() -> None:
     class StuckTracker(Tracker):
         def stop(self, field: str) -> None:
             super().stop(field)
@@ -533,7 +533,13 @@ def test_a_tracker_that_fails_to_stop_is_still_reported_released() -> None:
     h.cancel()
     ex.tick()
     assert h.result == SkillResult("a1", "stopped", "cancel requested", {})
-    assert _of(events, "service_stopped") == [{"by": "agent", "field": "cam.target"}]
+    assert _of(events, "service_stopped") == []
+    assert _of(events, "service_stop_failed") == [
+        {"by": "agent", "field": "cam.target", "error": "OSError: tracker process gone"}]
+    # the field is free: the next pick seeds its tracker again
+    bus.send_goal("skills/pick", SkillGoal("pick", {"point": [3, 4]}, 1, "a2"))
+    ex.tick()
+    assert "a2" in ex.running and len(tracker.started) == 2
 
 
 class Probe(Skill):

@@ -207,3 +207,11 @@ def test_monitor_rules_come_from_episode_started(tmp_path):
     assert place["rules"][0]["text"] == "finish on true p >= 0.7"
     assert place["answers"] == [{"t": 2.5, "value": "true", "p": 0.9, "decision": "finish",
                                  "action": ""}]
+
+
+def test_a_tracker_that_did_not_stop_reads_so_not_as_stopped() -> None:
+    text = describe_event("service_stop_failed", {"by": "agent", "field": "cam.target",
+                                                   "error": "OSError: tracker process gone"})
+    assert text == "cam.target did not stop (OSError: tracker process gone): it may still run"
+    assert describe_event("service_stopped", {"module": "tracker", "field": "cam.target"}) == \
+        "tracker cam.target stopped"

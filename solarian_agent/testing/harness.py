@@ -169,6 +169,16 @@ def record_events(bus: Bus, topic: str = names.SKILL_EVENTS, depth: int = 500) -
     return events
 
 
+def started(events: Iterable[Any], tool: str) -> list[dict[str, Any]]:
+    """The ``skill_started`` events of ``tool`` among recorded agent events."""
+    return [e.data for e in events if e.kind == "skill_started" and e.data.get("skill") == tool]
+
+
+def last_user_text(request: Any) -> str:
+    """The text of the last user message of a model request (what the planner was woken with)."""
+    return str([m for m in request.messages if m.role == "user"][-1].text())
+
+
 @dataclass
 class Harness:
     clock: FakeClock

@@ -33,7 +33,7 @@ from solarian_agent.core.transport import QoS
 from solarian_agent.models.base import ModelError, ModelRequest
 from solarian_agent.models.scripted import ScriptedProvider, reply
 from solarian_agent.system import build_router
-from solarian_agent.testing.harness import DEFAULT_TOOLS, make_harness
+from solarian_agent.testing.harness import DEFAULT_TOOLS, last_user_text, make_harness
 
 
 # --------------------------------------------------------------------------------------------
@@ -80,10 +80,6 @@ def logged(h, kind):
 def main_calls(h):
     """The planner's own calls (the parallel answers use their own short system prompt)."""
     return [c for c in h.provider.calls if c.request.system != PARALLEL_SYSTEM]
-
-
-def last_user_text(req: ModelRequest) -> str:
-    return [m for m in req.messages if m.role == "user"][-1].text()
 
 
 def all_text(req: ModelRequest) -> str:

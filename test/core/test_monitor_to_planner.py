@@ -6,9 +6,16 @@ from solarian_agent.core import names
 from solarian_agent.core.messages import MonitorVerdict
 from solarian_agent.core.plan import PlanQueue
 from solarian_agent.core.skill import Skill, Tool
-from solarian_agent.core.transport import QoS
 from solarian_agent.models.scripted import reply
-from solarian_agent.testing.harness import Home, Spin, Wait, make_harness
+from solarian_agent.testing.harness import (
+    Home,
+    Spin,
+    Wait,
+    last_user_text,
+    make_harness,
+    record_events,
+)
+from solarian_agent.testing.harness import started as started_in
 
 PROGRESS = {"name": "progress", "type": "choice",
             "choices": {"approaching": "a", "grasping": "g", "holding": "h", "failed": "f"},
@@ -28,22 +35,15 @@ TOOLS = {"spin": Tool(Spin), "home": Tool(Home), "wait": Tool(Wait),
          "watched": Tool(Watched)}
 
 
-def last_user_text(req) -> str:
-    return [m for m in req.messages if m.role == "user"][-1].text()
-
-
 def harness(script, **kw):
     h = make_harness(script, tools=TOOLS, **kw)
-    h.skill_events = []
-    h.bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=h.skill_events.append,
-                    qos=QoS(depth=500))
+    h.skill_events = record_events(h.bus)
     h.verdicts = h.bus.publisher(names.MONITOR_VERDICTS, names.T_MONITOR_VERDICT)
     return h
 
 
 def started(h, tool: str) -> list[dict]:
-    return [e.data for e in h.skill_events if e.kind == "skill_started"
-            and e.data.get("skill") == tool]
+    return started_in(h.skill_events, tool)
 
 
 def publish(h, aid, tool, question, value, p, decision="", then="", source="monitor"):

@@ -7,15 +7,11 @@ import threading
 from solarian_agent.core.episode_log import read_events
 from solarian_agent.models.base import ModelError, ModelRequest
 from solarian_agent.models.scripted import reply
-from solarian_agent.testing.harness import PointAt, make_harness, record_events
+from solarian_agent.testing.harness import PointAt, last_user_text, make_harness, record_events
 
 
 def last_result(req: ModelRequest) -> str:
     return [m for m in req.messages if m.role == "tool"][-1].text()
-
-
-def last_user_text(req: ModelRequest) -> str:
-    return [m for m in req.messages if m.role == "user"][-1].text()
 
 
 def test_skill_tool_ends_turn_when_started_and_result_says_started():

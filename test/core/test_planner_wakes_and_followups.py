@@ -11,11 +11,15 @@ from solarian_agent.core.skill import Skill, Tool
 from solarian_agent.core.transport import QoS
 from solarian_agent.models.base import ImagePart
 from solarian_agent.models.scripted import reply
-from solarian_agent.testing.harness import Home, Spin, Wait, make_harness
-
-
-def last_user_text(req) -> str:
-    return [m for m in req.messages if m.role == "user"][-1].text()
+from solarian_agent.testing.harness import (
+    Home,
+    Spin,
+    Wait,
+    last_user_text,
+    make_harness,
+    record_events,
+)
+from solarian_agent.testing.harness import started as started_in
 
 
 class NeedsArg(Skill):
@@ -30,15 +34,12 @@ TOOLS = {"spin": Tool(Spin), "home": Tool(Home), "wait": Tool(Wait),
 
 
 def started(h, tool: str) -> list[dict]:
-    return [e.data for e in h.skill_events if e.kind == "skill_started"
-            and e.data.get("skill") == tool]
+    return started_in(h.skill_events, tool)
 
 
 def harness(script, **kw):
     h = make_harness(script, tools=TOOLS, **kw)
-    h.skill_events = []
-    h.bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=h.skill_events.append,
-                    qos=QoS(depth=500))
+    h.skill_events = record_events(h.bus)
     h.verdicts = h.bus.publisher(names.MONITOR_VERDICTS, names.T_MONITOR_VERDICT)
     return h
 

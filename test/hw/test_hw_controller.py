@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 
 import pytest
 from hw_helpers import PERIOD, TIMEOUT_S, make, property_settings, settle, tick
 from hypothesis import given
 from hypothesis import strategies as st
 
-from solarian_agent.arm.safety import EStopLatchedError, UnsafeCommandError
+from solarian_agent.arm.safety import ArmLimits, EStopLatchedError, UnsafeCommandError
 from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.errors import ConfigError
+from solarian_agent.hw.errors import HardwareError
 from solarian_agent.hw.feetech import (
+    ArmController,
     ArmControllerConfig,
     FeetechArm,
     FeetechArmConfig,
     default_so101,
 )
+from solarian_agent.hw.feetech.arm import ArmState
+from solarian_agent.hw.feetech.controller import ArmReading
 from solarian_agent.hw.feetech.simbus import SimulatedBus
 
 
@@ -425,3 +429,347 @@ def test_setpoint_before_any_goal_is_where_the_arm_is(sim: SimulatedBus,
     ctl.disable_torque()
     r = tick(ctl, clock)
     assert ctl.setpoint() == r.state.positions
+
+
+# --------------------------------------------------------------------------- commands and events
+
+class _SpyArm:
+    """The sim's arm seen through the ``ArmPort`` protocol, recording what the controller asks
+    of ``set_torque`` and failing reads or torque writes on demand (a bus that stops
+    answering, a torque write that does not go through), without the read timeouts."""
+
+    def __init__(self, arm: FeetechArm) -> None:
+        self._arm = arm
+        self.torque_calls: list[tuple[bool, object]] = []
+        self.fail_read = False
+        self.fail_torque = False
+
+    @property
+    def limits(self) -> ArmLimits:
+        return self._arm.limits
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return self._arm.joint_names
+
+    @property
+    def torque_enabled(self) -> bool:
+        return self._arm.torque_enabled
+
+    def read_state(self) -> ArmState:
+        if self.fail_read:
+            raise HardwareError("servo 1 did not answer (test)")
+        return self._arm.read_state()
+
+    def write_goal(self, positions: Mapping[str, float]) -> Mapping[str, int]:
+        return self._arm.write_goal(positions)
+
+    def set_torque(self, enabled: bool, joints: Sequence[str] | None = None) -> None:
+        self.torque_calls.append((enabled, joints))
+        if self.fail_torque:
+            raise HardwareError("torque write failed (test)")
+        self._arm.set_torque(enabled, joints)
+
+
+def test_the_command_event_names_the_source_and_the_joints(sim: SimulatedBus,
+                                                           arm: FeetechArm) -> None:
+    ctl, clock, events = make(arm)
+    ctl.step()
+    ctl.command({"shoulder_pan": 0.1, "elbow_flex": 0.2})
+    ctl.command({"gripper": 0.01}, source="teleop")
+    assert [e for e in events if e[0] == "command"] == [
+        ("command", {"source": "agent", "joints": ["elbow_flex", "shoulder_pan"]}),
+        ("command", {"source": "teleop", "joints": ["gripper"]}),
+    ]
+
+
+def test_a_bad_max_velocity_is_refused_with_its_message_and_nothing_is_stored(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    ctl, clock, events = make(arm)
+    ctl.step()
+    for v in (-0.5, math.inf, -math.inf, math.nan):
+        with pytest.raises(UnsafeCommandError) as ei:
+            ctl.command({"shoulder_pan": 1.0}, max_velocity=v)
+        assert str(ei.value) == f"max_velocity {v!r} must be finite and >= 0"
+        assert ei.value.value is v
+    assert [k for k, _ in events if k == "command"] == []
+    r = tick(ctl, clock)
+    assert r.mode == "holding" and r.target is None
+    assert r.goal["shoulder_pan"] == pytest.approx(0.0, abs=2e-3)
+
+
+def test_a_command_max_velocity_lowers_the_speed_and_zero_means_the_joint_limit(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    """JointCommand.msg: ``max_velocity`` 0 is the unset field, the joint's own limit."""
+    ctl, clock, events = make(arm)
+    ctl.step()
+    ctl.command({"shoulder_pan": 1.0}, max_velocity=0.5)
+    r1 = tick(ctl, clock)
+    assert r1.mode == "tracking"
+    assert r1.goal["shoulder_pan"] == pytest.approx(0.5 * PERIOD)
+    ctl.command({"shoulder_pan": 1.0}, max_velocity=0.0)
+    r2 = tick(ctl, clock)
+    assert r2.goal["shoulder_pan"] - r1.goal["shoulder_pan"] == pytest.approx(1.5 * PERIOD)
+    assert [k for k, _ in events if k == "command"] == ["command", "command"]
+
+
+def test_a_full_arm_target_outside_the_workspace_is_refused(sim: SimulatedBus,
+                                                            arm: FeetechArm) -> None:
+    from solarian_agent.arm.safety import WorkspaceError
+
+    ctl, clock, events = make(arm, workspace=True)
+    tick(ctl, clock)
+    with pytest.raises(WorkspaceError, match="tip z="):
+        # every arm joint given: the fingers would go through the table
+        ctl.command({"shoulder_pan": 0.0, "shoulder_lift": 0.8, "elbow_flex": 0.5,
+                     "wrist_flex": 0.0, "wrist_roll": 0.0})
+    assert [k for k, _ in events if k == "command"] == []
+    r = tick(ctl, clock)
+    assert r.mode == "holding" and r.target is None
+
+
+def test_hold_and_estop_events_carry_the_reason(sim: SimulatedBus, arm: FeetechArm) -> None:
+    ctl, clock, events = make(arm)
+    ctl.step()
+    ctl.hold()
+    ctl.estop("operator pressed stop")
+    ctl.estop("pressed again")  # already latched: no second event
+    assert ctl.reset_estop() is True
+    assert ctl.reset_estop() is False  # nothing latched: no event
+    assert events == [("hold", {"reason": "hold requested"}),
+                      ("estop", {"reason": "operator pressed stop"}),
+                      ("estop_reset", {})]
+
+
+def test_a_hold_stays_where_it_began_when_the_arm_is_pushed(
+        blocked: tuple[SimulatedBus, FeetechArm, FakeClock]) -> None:
+    """After hold(), the goal is where the arm was at the next step, and stays there: a push
+    (the servos here do not move on their own) does not drag the hold along."""
+    sim, arm, frozen = blocked
+    ctl, clock, _ = make(arm)
+    ctl.step()
+    ctl.command({"elbow_flex": 1.0})
+    tick(ctl, clock, 3)
+    ctl.hold("operator asked")
+    r = tick(ctl, clock)
+    at = r.state.positions["elbow_flex"]
+    assert r.mode == "holding" and r.goal["elbow_flex"] == at
+    sim.set_position(3, 2300)  # pushed away
+    for _ in range(3):
+        r = tick(ctl, clock)
+        assert r.state.positions["elbow_flex"] > at + 0.3  # it really is pushed
+        assert r.mode == "holding" and r.goal["elbow_flex"] == at
+
+
+# --------------------------------------------------------------------------- e-stop reset
+
+def test_a_trip_right_after_a_reset_holds_where_the_arm_is(sim: SimulatedBus,
+                                                           arm: FeetechArm) -> None:
+    """Reset and tripped again before the loop ran: the e-stop holds where the arm is now."""
+    ctl, clock, _ = make(arm)
+    ctl.step()
+    ctl.command({"shoulder_lift": 1.0})
+    tick(ctl, clock, 3)
+    ctl.estop("first")
+    r = tick(ctl, clock)
+    assert r.mode == "estop" and r.goal == r.state.positions
+    assert ctl.reset_estop() is True
+    ctl.estop("second")
+    for _ in range(3):
+        r = tick(ctl, clock)
+        assert r.mode == "estop" and r.goal == r.state.positions
+        assert set(r.goal) == set(NAMES)
+
+
+def test_after_a_reset_a_new_command_starts_from_where_the_arm_is(
+        blocked: tuple[SimulatedBus, FeetechArm, FakeClock]) -> None:
+    """Tripped and reset within one period: the goal the arm was chasing (a lead ahead of a
+    blocked arm) is forgotten; the next command moves one step from where the arm is."""
+    sim, arm, frozen = blocked
+    ctl, clock, _ = make(arm, lead_time_s=0.1)
+    start = ctl.step().state.positions["shoulder_pan"]
+    vmax = ctl.limits.as_dict()["shoulder_pan"].max_velocity
+    lead, step = vmax * 0.1, vmax * PERIOD
+    for _ in range(20):
+        ctl.command({"shoulder_pan": start + 1.5})
+        r = tick(ctl, clock)
+    assert r.goal["shoulder_pan"] - start == pytest.approx(lead + step, abs=3e-3)
+    ctl.estop("operator pressed stop")
+    assert ctl.reset_estop() is True
+    ctl.command({"shoulder_pan": start + 1.5})
+    r = tick(ctl, clock)
+    assert r.mode == "tracking"
+    assert r.state.positions["shoulder_pan"] == pytest.approx(start, abs=2e-3)
+    assert r.goal["shoulder_pan"] - r.state.positions["shoulder_pan"] == \
+        pytest.approx(step, abs=2e-3)
+
+
+def test_an_estop_reset_clears_a_single_fault_bus_loss(sim: SimulatedBus,
+                                                       arm: FeetechArm) -> None:
+    spy = _SpyArm(arm)
+    ctl, clock, _ = make(spy, max_consecutive_faults=1)  # type: ignore[arg-type]
+    ctl.step()
+    spy.fail_read = True
+    r = tick(ctl, clock)
+    assert r.mode == "fault" and ctl.bus_lost and ctl.latch.tripped
+    assert r.diagnostics.consecutive_faults == 1
+    spy.fail_read = False
+    assert ctl.reset_estop() is True
+    assert not ctl.bus_lost
+
+
+# --------------------------------------------------------------------------- setpoint, positions
+
+def test_setpoint_before_any_goal_was_written_is_where_the_arm_is(sim: SimulatedBus,
+                                                                 arm: FeetechArm) -> None:
+    """Tripped (torque_off) before the first step: no goal was ever written, the setpoint is
+    the measured pose, not empty."""
+    ctl, clock, _ = make(arm, estop_action="torque_off")
+    ctl.estop("stop before start")
+    r = ctl.step()
+    assert r.mode == "estop" and r.goal == {} and r.state is not None
+    assert ctl.setpoint() == r.state.positions and set(ctl.setpoint()) == set(NAMES)
+
+
+def test_positions_are_empty_before_the_first_read_then_the_measured_ones(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    ctl, clock, _ = make(arm)
+    assert ctl.positions() == {}
+    r = ctl.step()
+    assert ctl.positions() == r.state.positions and set(ctl.positions()) == set(NAMES)
+
+
+# --------------------------------------------------------------------------- windows and steps
+
+def test_step_limit_is_the_smaller_of_max_step_and_max_velocity_times_the_period(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    ctl, _, _ = make(arm)  # 50 Hz: the speed limits are below max_step (0.1)
+    assert ctl.step_limit("shoulder_pan") == pytest.approx(1.5 * PERIOD)
+    assert ctl.step_limit("wrist_roll") == pytest.approx(2.5 * PERIOD)
+    assert ctl.step_limit("gripper") == pytest.approx(0.05 * PERIOD)
+    slow = ArmController(arm, FakeClock(), ArmControllerConfig(rate_hz=10.0), workspace=False)
+    assert slow.step_limit("shoulder_pan") == pytest.approx(0.1)  # 0.15 > max_step
+    assert slow.step_limit("gripper") == pytest.approx(0.005)
+
+
+def test_outside_window_describes_each_joint_beyond_its_window_by_more_than_a_step(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    ctl, _, _ = make(arm)
+    assert ctl.outside_window({"shoulder_pan": 0.0, "gripper": 0.03}) == []
+    assert ctl.outside_window({"shoulder_pan": 1.94, "elbow_flex": -1.71}) == []  # < a step
+    assert ctl.outside_window({"shoulder_pan": 2.0, "elbow_flex": -1.8, "wrist_flex": 0.0}) == [
+        "shoulder_pan at 2.000 is 0.080 above its calibrated window -1.920..1.920 "
+        "(more than one 0.030 step)",
+        "elbow_flex at -1.800 is 0.110 below its calibrated window -1.690..1.690 "
+        "(more than one 0.030 step)",
+    ]
+
+
+def test_outside_window_allows_exactly_one_step_and_its_rounding_tolerance(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    """The gripper's window starts at 0.0, so ``0.0 - p`` is exact: the boundary is sharp."""
+    ctl, _, _ = make(arm)
+    s = ctl.step_limit("gripper")
+    assert ctl.outside_window({"gripper": -s}) == []  # exactly one step out
+    assert ctl.outside_window({"gripper": -(s + 1e-9)}) == []  # and the tolerance
+    assert ctl.outside_window({"gripper": -(s + 2e-9)}) == [
+        "gripper at -0.001 is 0.001 below its calibrated window 0.000..0.060 "
+        "(more than one 0.001 step)"]
+
+
+# --------------------------------------------------------------------------- disable_torque
+
+def test_disable_torque_releases_every_joint(sim: SimulatedBus, arm: FeetechArm) -> None:
+    spy = _SpyArm(arm)
+    ctl, clock, _ = make(spy)  # type: ignore[arg-type]
+    ctl.step()
+    assert spy.torque_calls == [(True, None)]
+    ctl.disable_torque()
+    assert spy.torque_calls == [(True, None), (False, None)]
+    settle(sim, arm.bus)
+    assert not any(sim.torque(i) for i in range(1, 7))
+    assert tick(ctl, clock).mode == "torque_off"
+
+
+def test_disable_torque_drops_the_target_even_when_the_torque_write_fails(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    spy = _SpyArm(arm)
+    ctl, clock, _ = make(spy)  # type: ignore[arg-type]
+    ctl.step()
+    ctl.command({"shoulder_pan": 1.0})
+    tick(ctl, clock)
+    spy.fail_torque = True
+    with pytest.raises(HardwareError, match="torque write failed"):
+        ctl.disable_torque()
+    r = tick(ctl, clock)  # torque is still on: the arm holds, it does not go on to 1.0
+    assert r.mode == "holding" and r.target is None and not ctl.latch.tripped
+    assert r.goal["shoulder_pan"] == pytest.approx(r.state.positions["shoulder_pan"], abs=2e-3)
+
+
+# --------------------------------------------------------------------------- the run loop
+
+P64 = 1 / 64  # a period that is exact in binary: clock sums are exact, boundaries sharp
+
+
+class _LoopClock(FakeClock):
+    """FakeClock for ``run()``: ``sleep_until`` jumps to ``t``, except that, as SystemClock's
+    ``stop.wait`` does, it returns at once when ``stop`` is set."""
+
+    def sleep_until(self, t: float, stop: threading.Event | None = None) -> None:
+        if stop is not None and stop.is_set():
+            return
+        super().sleep_until(t, stop)
+
+
+def _timed_steps(arm: FeetechArm, costs: list[float], stop_after: int | None = None,
+                 stop: threading.Event | None = None
+                 ) -> tuple[ArmController, _LoopClock, list[float]]:
+    """A 64 Hz controller whose n-th step takes ``costs[n]`` seconds of the clock; the times
+    the steps began are returned in the list (filled by ``run``)."""
+    clock = _LoopClock()
+    ctl = ArmController(arm, clock, ArmControllerConfig(rate_hz=64.0), workspace=False)
+    real_step, starts = ctl.step, list[float]()
+
+    def step() -> ArmReading:
+        starts.append(clock.now())
+        r = real_step()
+        clock.advance(costs[len(starts) - 1])
+        if stop is not None and len(starts) == stop_after:
+            stop.set()
+        return r
+
+    ctl.step = step  # type: ignore[method-assign]
+    return ctl, clock, starts
+
+
+def test_run_catches_up_a_step_at_most_one_period_late(sim: SimulatedBus,
+                                                       arm: FeetechArm) -> None:
+    """A step within its period, then one a whole period late: no overrun, the missed tick
+    runs at once and the loop is back on its grid."""
+    ctl, clock, starts = _timed_steps(arm, [P64 / 2, 2 * P64, 0.0, 0.0])
+    t0 = clock.now()
+    ctl.run(threading.Event(), max_steps=4)
+    assert ctl.overruns == 0
+    assert starts == [t0, t0 + P64, t0 + 3 * P64, t0 + 3 * P64]
+    assert clock.now() == t0 + 4 * P64
+
+
+def test_run_counts_overruns_and_skips_the_missed_ticks(sim: SimulatedBus,
+                                                       arm: FeetechArm) -> None:
+    ctl, clock, starts = _timed_steps(arm, [3 * P64, 0.0, 3 * P64, 0.0, 0.0])
+    t0 = clock.now()
+    ctl.run(threading.Event(), max_steps=5)
+    assert ctl.overruns == 2
+    # after an overrun the next step comes one period after it ended, never in a burst
+    assert starts == [t0, t0 + 3 * P64, t0 + 4 * P64, t0 + 7 * P64, t0 + 8 * P64]
+    assert clock.now() == t0 + 9 * P64
+
+
+def test_run_returns_on_stop_without_sleeping_out_the_period(sim: SimulatedBus,
+                                                             arm: FeetechArm) -> None:
+    stop = threading.Event()
+    ctl, clock, starts = _timed_steps(arm, [0.0, 0.0, 0.0], stop_after=2, stop=stop)
+    t0 = clock.now()
+    ctl.run(stop)
+    assert ctl.steps == 2 and starts == [t0, t0 + P64]
+    assert clock.now() == t0 + P64  # stopped during the step: no wait for the next tick

@@ -132,3 +132,29 @@ def test_within_one_step_outside_is_held_at_the_edge(sim: SimulatedBus,
     assert r.mode == "holding" and all(sim.torque(i) for i in range(1, 7))
     goals = check_goals(wire(sim), sid, lo - step * 0.8, step, (lo, hi))
     assert set(goals) == {lo}
+
+
+def test_joints_the_operator_released_stay_released_through_an_estop_reset(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    """Someone guiding the arm by hand after disable_torque: an e-stop and its reset must not
+    stiffen the joints under their hands; only enable_torque does, holding where the arm is."""
+    for action in ("hold", "torque_off"):
+        ctl, clock, _ = make(arm, estop_action=action)
+        ctl.step()
+        settle(sim, arm.bus)
+        assert all(sim.torque(i) for i in range(1, 7))
+        ctl.disable_torque()
+        settle(sim, arm.bus)
+        assert not any(sim.torque(i) for i in range(1, 7))
+        ctl.estop("bumper")
+        tick(ctl, clock, 3)
+        assert ctl.reset_estop()
+        r = tick(ctl, clock, 5)
+        settle(sim, arm.bus)
+        assert r.mode == "torque_off" and not any(sim.torque(i) for i in range(1, 7))
+        sim.set_position(2, sim.servos[2].position + 40)  # moved by hand meanwhile
+        ctl.enable_torque()
+        r = tick(ctl, clock, 2)
+        settle(sim, arm.bus)
+        assert r.mode == "holding" and all(sim.torque(i) for i in range(1, 7))
+        assert r.goal == r.state.positions  # held where the hand left it

@@ -203,6 +203,9 @@ class ArmController:
         self._hold: dict[str, float] | None = None  # goal while holding
         self._estop_applied = False
         self._resume = False
+        # the operator released the joints (disable_torque): only enable_torque brings torque
+        # back, never an e-stop reset (someone may be guiding the arm by hand)
+        self._released = False
         self._last_step: float | None = None
         self._consecutive_faults = 0
         self.latest: ArmReading | None = None
@@ -358,7 +361,7 @@ class ArmController:
                 self._resume = False
                 self._hold = dict(state.positions)
                 self._goal = dict(state.positions)
-            self._torque_pending = True
+                self._torque_pending = not self._released
         if self._torque_pending and (self.arm.torque_enabled or self._torque_on(state, faults)):
             self._torque_pending = False
 
@@ -475,13 +478,16 @@ class ArmController:
         self.latch.check()
         with self._lock:
             self._resume = True
+            self._released = False
             self._target = None
 
     def disable_torque(self) -> None:
-        """Release the joints now (the arm sags; use for hand-guiding and calibration)."""
+        """Release the joints now (the arm sags; use for hand-guiding and calibration).  They
+        stay released, an e-stop reset included, until :meth:`enable_torque`."""
         with self._lock:
             self._target = None
             self._resume = False
+            self._released = True
         self._torque_pending = False
         self.arm.set_torque(False)
 

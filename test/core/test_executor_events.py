@@ -542,6 +542,33 @@ def test_a_tracker_that_fails_to_stop_is_reported_so_and_its_field_freed() -> No
     assert "a2" in ex.running and len(tracker.started) == 2
 
 
+def test_one_tracker_failing_to_stop_does_not_keep_the_others_running() -> None:
+    class TwoViews(Pick):
+        @classmethod
+        def services_for(cls, params: Any) -> list[TrackerRequest]:
+            return [TrackerRequest("cam.target", "cam", "point", {"size": 3}),
+                    TrackerRequest("cam.hand", "cam", "point", {"size": 3})]
+
+    class FirstStuck(Tracker):
+        def stop(self, field: str) -> None:
+            super().stop(field)
+            if field == "cam.target":
+                raise OSError("tracker process gone")
+
+    tracker = FirstStuck()
+    bus = Bus()
+    ex = SkillExecutor(bus, FakeClock(), {"two": Tool(TwoViews)}, {}, trackers=tracker)
+    events = record_events(bus)
+    h = bus.send_goal("skills/two", SkillGoal("two", {"point": [1, 2]}, 1, "a1"))
+    ex.tick()
+    h.cancel()
+    ex.tick()
+    assert tracker.stopped == ["cam.target", "cam.hand"]
+    assert _of(events, "service_stop_failed") == [
+        {"by": "agent", "field": "cam.target", "error": "OSError: tracker process gone"}]
+    assert _of(events, "service_stopped") == [{"by": "agent", "field": "cam.hand"}]
+
+
 class Probe(Skill):
     """Reports what its context gives it; fails, raises or never constructs on request."""
 

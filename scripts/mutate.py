@@ -53,11 +53,11 @@ def equivalent() -> dict[str, str]:
     return dict(_pyproject().get("solarian-mutate", {}).get("equivalent", {}))
 
 
-def run_mutmut(names: list[str], budget_s: float) -> int:
-    """mutmut run (one worker, niced) for at most ``budget_s``; its exit status (124 when
-    the budget ran out: the results so far are kept)."""
+def run_mutmut(names: list[str], budget_s: float, jobs: int = 1) -> int:
+    """mutmut run (``jobs`` workers, niced) for at most ``budget_s``; its exit status (124
+    when the budget ran out: the results so far are kept)."""
     cmd = ["nice", "-n", "10", str(Path(sys.executable).parent / "mutmut"), "run",
-           "--max-children", "1", *names]
+           "--max-children", str(jobs), *names]
     shown = cmd[:7] + ([f"... ({len(names)} mutant names)"] if len(names) > 3 else names)
     print("+", " ".join(shown), flush=True)
     # SOLARIAN_MUTATING: the pty property tests run fewer examples, unshrunk (hw_helpers.py)
@@ -122,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                          "test, not checked) of the modules: after new tests were added")
     ap.add_argument("--report-only", action="store_true",
                     help="write the report from the results in mutants/ without running")
+    ap.add_argument("--jobs", type=int, default=int(os.environ.get("MUTATE_JOBS", 1)),
+                    help="mutmut workers (default 1: the machine is shared)")
     ap.add_argument("--digest", metavar="NAME", action="append", default=[],
                     help="print a mutant's digest for [tool.solarian-mutate.equivalent]")
     args = ap.parse_args(argv)
@@ -144,15 +146,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.retest:
         names = report_of.not_killed(paths, ROOT)
         print(f"retesting {len(names)} mutants not killed yet", flush=True)
-        status = run_mutmut(names, args.budget_s) if names else 0
+        status = run_mutmut(names, args.budget_s, args.jobs) if names else 0
     elif not args.report_only:
         # with results there, only the unchecked ones: mutmut reruns every mutant it is
         # named, checked or not, so a pattern would start the module over
         todo = report_of.unchecked(paths, ROOT)
         if todo is None:
-            status = run_mutmut([report_of.dotted(m) + ".*" for m in args.module], args.budget_s)
+            status = run_mutmut([report_of.dotted(m) + ".*" for m in args.module], args.budget_s,
+                                args.jobs)
         elif todo:
-            status = run_mutmut(todo, args.budget_s)
+            status = run_mutmut(todo, args.budget_s, args.jobs)
         else:
             print("every mutant of these modules is checked: --retest reruns the survivors",
                   flush=True)

@@ -773,3 +773,185 @@ def test_run_returns_on_stop_without_sleeping_out_the_period(sim: SimulatedBus,
     ctl.run(stop)
     assert ctl.steps == 2 and starts == [t0, t0 + P64]
     assert clock.now() == t0 + P64  # stopped during the step: no wait for the next tick
+
+
+# --------------------------------------------------------------------------- config validation
+
+@pytest.mark.parametrize(("kw", "path", "message"), [
+    ({"rate_hz": 0}, "controller.rate_hz", "must be in (0, 1000], got 0"),
+    ({"rate_hz": 0.0}, "controller.rate_hz", "must be in (0, 1000], got 0.0"),
+    ({"rate_hz": -50.0}, "controller.rate_hz", "must be in (0, 1000], got -50.0"),
+    ({"rate_hz": 1000.5}, "controller.rate_hz", "must be in (0, 1000], got 1000.5"),
+    ({"rate_hz": 1001}, "controller.rate_hz", "must be in (0, 1000], got 1001"),
+    ({"rate_hz": 5000.0}, "controller.rate_hz", "must be in (0, 1000], got 5000.0"),
+    ({"rate_hz": math.nan}, "controller.rate_hz", "must be in (0, 1000], got nan"),
+    ({"rate_hz": math.inf}, "controller.rate_hz", "must be in (0, 1000], got inf"),
+    ({"rate_hz": -math.inf}, "controller.rate_hz", "must be in (0, 1000], got -inf"),
+    ({"command_timeout_s": 0.0}, "controller.command_timeout_s", "must be > 0, got 0.0"),
+    ({"command_timeout_s": -1.0}, "controller.command_timeout_s", "must be > 0, got -1.0"),
+    ({"command_timeout_s": math.nan}, "controller.command_timeout_s", "must be > 0, got nan"),
+    ({"command_timeout_s": math.inf}, "controller.command_timeout_s", "must be > 0, got inf"),
+    ({"estop_action": "explode"}, "controller.estop_action",
+     "must be one of ('hold', 'torque_off'), got 'explode'"),
+    ({"estop_action": "Hold"}, "controller.estop_action",
+     "must be one of ('hold', 'torque_off'), got 'Hold'"),
+    ({"max_consecutive_faults": 0}, "controller.max_consecutive_faults",
+     "must be >= 1, got 0"),
+    ({"max_consecutive_faults": -3}, "controller.max_consecutive_faults",
+     "must be >= 1, got -3"),
+    ({"lead_time_s": 0.0}, "controller.lead_time_s", "must be > 0, got 0.0"),
+    ({"lead_time_s": -0.2}, "controller.lead_time_s", "must be > 0, got -0.2"),
+    ({"lead_time_s": math.nan}, "controller.lead_time_s", "must be > 0, got nan"),
+    ({"lead_time_s": math.inf}, "controller.lead_time_s", "must be > 0, got inf"),
+])
+def test_each_bad_controller_config_value_is_refused_naming_its_path(
+        kw: dict, path: str, message: str) -> None:
+    with pytest.raises(ConfigError) as ei:
+        ArmControllerConfig(**kw)
+    assert ei.value.path == path
+    assert str(ei.value) == f"{path}: {message}"
+
+
+@pytest.mark.parametrize("rate_hz", [1e-3, 0.5, 1, 1.0, 999.5, 1000, 1000.0])
+def test_every_rate_in_the_half_open_range_is_accepted_up_to_1000_hz(rate_hz: float) -> None:
+    cfg = ArmControllerConfig(rate_hz=rate_hz)
+    assert cfg.rate_hz == rate_hz and cfg.period_s == 1.0 / rate_hz
+
+
+def test_the_smallest_accepted_values_of_the_other_settings() -> None:
+    cfg = ArmControllerConfig(command_timeout_s=1e-6, max_consecutive_faults=1,
+                              lead_time_s=1e-6, estop_action="torque_off")
+    assert (cfg.command_timeout_s, cfg.max_consecutive_faults, cfg.lead_time_s,
+            cfg.estop_action) == (1e-6, 1, 1e-6, "torque_off")
+
+
+# --------------------------------------------------------------------------- the step itself
+
+def test_the_first_step_takes_no_time_so_a_waiting_command_moves_nothing_yet(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    """A command that arrived before the loop started: the first step has no elapsed time to
+    move by (max_velocity x 0), so it takes the torque holding where the arm is; the motion
+    begins on the next tick, one period's worth.  Each reading is stamped with its step's
+    time."""
+    ctl, clock, _ = make(arm)
+    ctl.command({"shoulder_pan": 1.0})
+    r = ctl.step()
+    assert r.stamp == clock.now()
+    assert r.mode == "tracking" and r.target == {"shoulder_pan": 1.0}
+    start = r.state.positions["shoulder_pan"]
+    assert r.goal["shoulder_pan"] == pytest.approx(start, abs=1e-12)
+    r = tick(ctl, clock)
+    assert r.stamp == clock.now() and r.mode == "tracking"
+    assert r.goal["shoulder_pan"] - start == pytest.approx(1.5 * PERIOD)
+
+
+class _RaisingArm(_SpyArm):
+    """A stand-in whose read raises ``error`` (not a HardwareError: a bug below the loop)."""
+
+    error: Exception | None = None
+
+    def read_state(self) -> ArmState:
+        if self.error is not None:
+            raise self.error
+        return super().read_state()
+
+
+def test_an_unexpected_error_in_a_step_is_a_fault_reading_and_trips_the_estop(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    spy = _RaisingArm(arm)
+    ctl, clock, events = make(spy)  # type: ignore[arg-type]
+    ctl.step()
+    spy.error = RuntimeError("state block garbled")
+    r = tick(ctl, clock)  # does not raise
+    msg = "control step failed: RuntimeError: state block garbled"
+    assert isinstance(r, ArmReading) and ctl.latest is r
+    assert r.stamp == clock.now()
+    assert (r.mode, r.state, r.goal, r.target, r.faults) == ("fault", None, {}, None, (msg,))
+    assert r.estop and ctl.latch.reason == msg
+    d = r.diagnostics
+    assert (d.level, d.estop, d.estop_reason, d.servos) == ("error", True, msg, ())
+    assert d.message == f"e-stop latched: {msg}; {msg}"
+    assert [e for e in events if e[0] == "estop"] == [("estop", {"reason": msg})]
+    spy.error = None  # readable again: the latch holds the arm where it is until reset
+    r = tick(ctl, clock)
+    assert r.mode == "estop" and r.goal == r.state.positions and r.faults == ()
+
+
+class _NoTelemetryArm(_SpyArm):
+    """A stand-in (a simulator's arm) that reports positions but no servo telemetry."""
+
+    def read_state(self) -> ArmState:
+        s = super().read_state()
+        return ArmState(s.stamp, s.positions, s.velocities, {}, s.faults)
+
+
+def test_an_arm_without_servo_telemetry_reads_ok_until_something_is_wrong(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    spy = _NoTelemetryArm(arm)
+    ctl, clock, _ = make(spy)  # type: ignore[arg-type]
+    r = ctl.step()
+    assert r.mode == "holding" and r.faults == ()
+    d = r.diagnostics
+    assert (d.level, d.message, d.servos, d.estop) == ("ok", "ok", (), False)
+    ctl.estop("operator pressed stop")
+    r = tick(ctl, clock)
+    assert r.diagnostics.level == "error"
+    assert r.diagnostics.message == "e-stop latched: operator pressed stop"
+    assert ctl.reset_estop() is True
+    r = tick(ctl, clock)
+    assert r.mode == "holding" and r.diagnostics.level == "ok"
+
+
+def test_every_event_is_kept_with_its_time_kind_and_detail(sim: SimulatedBus,
+                                                          arm: FeetechArm) -> None:
+    ctl, clock, events = make(arm)
+    ctl.step()
+    clock.advance(0.5)
+    ctl.hold("operator asked")
+    t_hold = clock.now()
+    clock.advance(0.25)
+    ctl.estop("operator pressed stop")
+    t_estop = clock.now()
+    assert list(ctl.events) == [(t_hold, "hold", {"reason": "operator asked"}),
+                                (t_estop, "estop", {"reason": "operator pressed stop"})]
+    assert [(k, d) for _, k, d in ctl.events] == events
+def test_a_failed_release_of_a_blocked_arm_holds_where_the_arm_is(
+        blocked: tuple[SimulatedBus, FeetechArm, FakeClock]) -> None:
+    """disable_torque() whose torque write fails: the torque stays on, the target is dropped,
+    and the arm must hold where it is (as hold() and the watchdog do), not keep pushing
+    toward the last goal, which leads a blocked arm by up to lead_time_s x max_velocity."""
+    sim, arm, frozen = blocked
+    spy = _SpyArm(arm)
+    ctl, clock, _ = make(spy)  # type: ignore[arg-type]
+    start = ctl.step().state.positions["shoulder_pan"]
+    for _ in range(15):
+        ctl.command({"shoulder_pan": start + 1.5})
+        r = tick(ctl, clock)
+    assert r.goal["shoulder_pan"] - start > 0.3  # the goal leads the blocked arm
+    spy.fail_torque = True
+    with pytest.raises(HardwareError, match="torque write failed"):
+        ctl.disable_torque()
+    r = tick(ctl, clock)
+    assert r.mode == "holding" and r.target is None
+    assert r.goal["shoulder_pan"] == pytest.approx(r.state.positions["shoulder_pan"], abs=2e-3)
+
+
+def test_a_step_that_keeps_failing_unexpectedly_releases_the_joints_when_so_configured(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    """A bug below the loop raising every tick never reaches _step's e-stop branch again: with
+    estop_action torque_off the joints are released at once all the same."""
+    spy = _RaisingArm(arm)
+    ctl, clock, _ = make(spy, estop_action="torque_off")  # type: ignore[arg-type]
+    ctl.step()
+    settle(sim, arm.bus)
+    assert all(sim.torque(i) for i in range(1, 7))
+    spy.error = RuntimeError("state block garbled")
+    r = tick(ctl, clock, 3)
+    settle(sim, arm.bus)
+    assert r.estop and not any(sim.torque(i) for i in range(1, 7))
+    assert spy.torque_calls[-1][0] is False
+    # a torque write that fails too is reported, and step() still does not raise
+    spy.fail_torque = True
+    r = tick(ctl, clock)
+    assert r.faults[0] == "control step failed: RuntimeError: state block garbled"
+    assert r.faults[1].startswith("torque off failed: ")

@@ -4,10 +4,15 @@ and on an e-stop reset after ``torque_off``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from hw_helpers import make, settle, tick
 
+from solarian_agent.arm.safety import ArmLimits
+from solarian_agent.hw.errors import HardwareError
 from solarian_agent.hw.feetech import FeetechArm
 from solarian_agent.hw.feetech import protocol as P
+from solarian_agent.hw.feetech.arm import ArmState
 from solarian_agent.hw.feetech.protocol import STS3215, Instruction
 from solarian_agent.hw.feetech.simbus import SimulatedBus
 
@@ -158,3 +163,213 @@ def test_joints_the_operator_released_stay_released_through_an_estop_reset(
         settle(sim, arm.bus)
         assert r.mode == "holding" and all(sim.torque(i) for i in range(1, 7))
         assert r.goal == r.state.positions  # held where the hand left it
+
+
+# --------------------------------------------------------------------------- failed writes
+
+WRITE_ERROR = "goal write failed (test)"
+TORQUE_ERROR = "torque write failed (test)"
+
+
+class _FlakyArm:
+    """The sim's arm through the ``ArmPort`` protocol, failing the next ``fail_writes`` goal
+    writes, the next ``fail_torque`` torque writes (nothing reaches the wire then, as when the
+    port write itself fails) and every read while ``fail_read``."""
+
+    def __init__(self, arm: FeetechArm) -> None:
+        self._arm = arm
+        self.fail_writes = 0
+        self.fail_torque = 0
+        self.fail_read = False
+
+    @property
+    def limits(self) -> ArmLimits:
+        return self._arm.limits
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return self._arm.joint_names
+
+    @property
+    def torque_enabled(self) -> bool:
+        return self._arm.torque_enabled
+
+    def read_state(self) -> ArmState:
+        if self.fail_read:
+            raise HardwareError("servo 1 did not answer (test)")
+        return self._arm.read_state()
+
+    def write_goal(self, positions: Mapping[str, float]) -> Mapping[str, int]:
+        if self.fail_writes > 0:
+            self.fail_writes -= 1
+            raise HardwareError(WRITE_ERROR)
+        return self._arm.write_goal(positions)
+
+    def set_torque(self, enabled: bool, joints: Sequence[str] | None = None) -> None:
+        if self.fail_torque > 0:
+            self.fail_torque -= 1
+            raise HardwareError(TORQUE_ERROR)
+        self._arm.set_torque(enabled, joints)
+
+
+def _torque(sim: SimulatedBus) -> list[bool]:
+    return [sim.torque(i) for i in range(1, 7)]
+
+
+def test_a_failed_holding_write_is_reported_and_the_last_goal_that_went_out_is_kept(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    flaky = _FlakyArm(arm)
+    ctl, clock, events = make(flaky)  # type: ignore[arg-type]
+    r = tick(ctl, clock)
+    settle(sim, arm.bus)
+    assert r.mode == "holding" and r.faults == () and all(_torque(sim))
+    held = dict(r.goal)
+    events.clear()
+    flaky.fail_writes = 1
+    sim.clear_frames()
+    r = tick(ctl, clock)
+    settle(sim, arm.bus)
+    assert r.mode == "holding" and not r.estop
+    assert r.goal == {}  # nothing went out, nothing is reported as written
+    assert r.faults == (f"write failed: {WRITE_ERROR}",)
+    assert r.diagnostics.level == "error" and f"write failed: {WRITE_ERROR}" in \
+        r.diagnostics.message
+    assert events == [("fault", {"error": WRITE_ERROR})]
+    assert wire(sim) == []
+    # the bus then stops answering: the setpoint (jogging base) is still the goal that went
+    # out, not empty
+    flaky.fail_read = True
+    r = tick(ctl, clock)
+    assert r.mode == "fault" and r.state is None
+    assert ctl.setpoint() == held
+
+
+def test_after_a_failed_tracking_write_the_next_goal_is_one_step_from_the_last_sent(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    """A goal that did not go out is not a base to step from: the write after it is one step
+    from the last goal on the wire, never two."""
+    flaky = _FlakyArm(arm)
+    ctl, clock, events = make(flaky)  # type: ignore[arg-type]
+    j = "shoulder_pan"
+    r = tick(ctl, clock)
+    assert r.mode == "holding" and r.faults == ()
+    lim, step = ctl.limits.joint(j), ctl.step_limit(j)
+    p0 = r.goal[j]
+    sign = 1.0 if p0 + 10 * step <= lim.upper else -1.0
+    ctl.command({j: p0 + sign * 10 * step})
+    r1 = tick(ctl, clock)
+    assert r1.mode == "tracking" and abs(r1.goal[j] - (p0 + sign * step)) < 1e-9
+    events.clear()
+    flaky.fail_writes = 1
+    r2 = tick(ctl, clock)
+    assert r2.mode == "tracking" and r2.goal == {}
+    assert r2.faults == (f"write failed: {WRITE_ERROR}",)
+    assert events == [("fault", {"error": WRITE_ERROR})]
+    settle(sim, arm.bus)
+    sim.clear_frames()
+    r3 = tick(ctl, clock)
+    settle(sim, arm.bus)
+    assert r3.mode == "tracking" and r3.faults == ()
+    assert abs(r3.goal[j] - (r1.goal[j] + sign * step)) < 1e-9
+    sent = [v for name, s, v in wire(sim)
+            if name == "goal_position" and s == arm.calibration.joint(j).servo_id]
+    assert sent == [arm.calibration.joint(j).to_raw(r3.goal[j])]
+
+
+def test_a_failed_goal_write_at_torque_on_keeps_torque_off_and_torque_on_is_retried(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    flaky = _FlakyArm(arm)
+    flaky.fail_writes = 1
+    ctl, clock, events = make(flaky)  # type: ignore[arg-type]
+    sim.clear_frames()
+    r = tick(ctl, clock)
+    settle(sim, arm.bus)
+    assert r.mode == "torque_off" and not r.estop and r.goal == {}
+    assert r.faults == (f"write failed: {WRITE_ERROR}",)
+    assert events == [("fault", {"error": WRITE_ERROR})]
+    assert wire(sim) == [] and not any(_torque(sim))  # no torque without its goal first
+    r = tick(ctl, clock)
+    settle(sim, arm.bus)
+    assert r.mode == "holding" and r.faults == () and all(_torque(sim))
+    assert events == [("fault", {"error": WRITE_ERROR})]
+
+
+def test_a_failed_torque_on_write_is_reported_and_retried(sim: SimulatedBus,
+                                                         arm: FeetechArm) -> None:
+    flaky = _FlakyArm(arm)
+    flaky.fail_torque = 1
+    ctl, clock, events = make(flaky)  # type: ignore[arg-type]
+    sim.clear_frames()
+    r = tick(ctl, clock)
+    settle(sim, arm.bus)
+    assert r.mode == "torque_off" and not r.estop and r.goal == {}
+    assert r.faults == (f"torque on failed: {TORQUE_ERROR}",)
+    assert events == [("fault", {"error": TORQUE_ERROR})]
+    assert not any(_torque(sim))
+    assert {name for name, _, _ in wire(sim)} == {"goal_position"}
+    r = tick(ctl, clock)
+    settle(sim, arm.bus)
+    assert r.mode == "holding" and r.faults == () and all(_torque(sim))
+
+
+def test_a_failed_torque_off_write_at_an_estop_is_reported_and_retried(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    flaky = _FlakyArm(arm)
+    ctl, clock, events = make(flaky, estop_action="torque_off")  # type: ignore[arg-type]
+    r = tick(ctl, clock)
+    settle(sim, arm.bus)
+    assert r.mode == "holding" and all(_torque(sim))
+    events.clear()
+    flaky.fail_torque = 1
+    ctl.estop("operator")
+    r = tick(ctl, clock)
+    settle(sim, arm.bus)
+    assert r.mode == "estop" and r.estop
+    assert r.faults == (f"torque off failed: {TORQUE_ERROR}",)
+    assert events == [("estop", {"reason": "operator"}), ("fault", {"error": TORQUE_ERROR})]
+    assert all(_torque(sim))
+    r = tick(ctl, clock)  # still on: tried again
+    settle(sim, arm.bus)
+    assert r.mode == "estop" and r.faults == () and not any(_torque(sim))
+
+
+def test_the_refusal_names_every_joint_far_outside_its_window_exactly(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    lift, elbow = arm.calibration.joint("shoulder_lift"), arm.calibration.joint("elbow_flex")
+    sim.set_position(lift.servo_id, lift.raw_window()[1] + 400)
+    sim.set_position(elbow.servo_id, elbow.raw_window()[0] - 300)
+    ctl, clock, events = make(arm)
+    sim.clear_frames()
+    r = tick(ctl, clock, 3)
+    settle(sim, arm.bus)
+    p = r.state.positions
+    parts = []
+    for name, side in (("shoulder_lift", "above"), ("elbow_flex", "below")):
+        lim, step = ctl.limits.joint(name), ctl.step_limit(name)
+        over = p[name] - lim.upper if side == "above" else lim.lower - p[name]
+        assert over > step
+        parts.append(f"{name} at {p[name]:.3f} is {over:.3f} {side} its calibrated window "
+                     f"{lim.lower:.3f}..{lim.upper:.3f} (more than one {step:.3f} step)")
+    why = ("torque stays off: " + "; ".join(parts)
+           + ": move it back inside its window by hand")
+    assert r.mode == "torque_off" and r.faults == (why,)
+    assert events == [("torque_refused", {"reason": why})]  # said once, with the reason
+    assert wire(sim) == [] and not any(_torque(sim))
+
+
+def test_a_joint_within_one_step_outside_is_held_at_the_edge_in_the_readings(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    """The goal the controller reports (and keeps holding) is the window's edge, not the
+    present position outside it."""
+    j = arm.calibration.joint("wrist_flex")
+    ctl, clock, _ = make(arm)
+    step = ctl.step_limit("wrist_flex") / j.units_per_tick
+    sim.set_position(j.servo_id, j.raw_window()[0] - step * 0.8)
+    lim = ctl.limits.joint("wrist_flex")
+    r = tick(ctl, clock)
+    assert r.mode == "holding" and r.state.positions["wrist_flex"] < lim.lower
+    edge = {n: ctl.limits.joint(n).clip(v) for n, v in r.state.positions.items()}
+    assert edge["wrist_flex"] == lim.lower
+    assert r.goal == edge and ctl.setpoint() == edge
+    r = tick(ctl, clock, 2)
+    assert r.mode == "holding" and r.goal == edge

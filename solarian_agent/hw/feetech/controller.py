@@ -303,6 +303,13 @@ class ArmController:
             msg = f"control step failed: {type(e).__name__}: {e}"
             faults.append(msg)
             self.estop(msg)
+            if self.config.estop_action == "torque_off":
+                # the e-stop branch of _step may never be reached again (the same error
+                # every tick): release the joints here, as configured
+                try:
+                    self._try_torque(False, faults)
+                except Exception as e2:
+                    faults.append(f"torque off failed: {type(e2).__name__}: {e2}")
             reading = self._reading(now, None, "fault", {}, faults)
         self.latest = reading
         return reading
@@ -486,6 +493,7 @@ class ArmController:
         stay released, an e-stop reset included, until :meth:`enable_torque`."""
         with self._lock:
             self._target = None
+            self._hold = None  # if the release fails, hold where the arm is, not the old goal
             self._resume = False
             self._released = True
         self._torque_pending = False

@@ -373,3 +373,22 @@ def test_a_joint_within_one_step_outside_is_held_at_the_edge_in_the_readings(
     assert r.goal == edge and ctl.setpoint() == edge
     r = tick(ctl, clock, 2)
     assert r.mode == "holding" and r.goal == edge
+
+
+def test_a_refusal_is_said_once_while_the_same_joints_are_out_even_with_a_flickering_reading(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    """A reading that flickers by one tick changes the refusal's text every step; the event
+    is said again only when other joints are out, so it cannot flood the event log (where
+    it would push the e-stop and fault events out)."""
+    lift = arm.calibration.joint("shoulder_lift")
+    pan = arm.calibration.joint("shoulder_pan")
+    ctl, clock, events = make(arm)
+    for i in range(20):
+        sim.set_position(lift.servo_id, lift.raw_window()[1] + 400 + (i % 2))
+        r = tick(ctl, clock)
+    assert r.mode == "torque_off" and r.faults[0].startswith("torque stays off: shoulder_lift")
+    assert [k for k, _ in events].count("torque_refused") == 1
+    sim.set_position(pan.servo_id, pan.raw_window()[0] - 400)  # a second joint out
+    tick(ctl, clock, 3)
+    refused = [d["reason"] for k, d in events if k == "torque_refused"]
+    assert len(refused) == 2 and "shoulder_pan" in refused[1]

@@ -214,7 +214,7 @@ class ArmController:
         self.overruns = 0
         self._started = False
         self._torque_pending = False  # torque should come on once the arm allows it
-        self._torque_refused = ""  # why it did not, as last reported
+        self._torque_refused: tuple[tuple[str, str], ...] = ()  # the joints last said out
 
     # ------------------------------------------------------------------ commands (any thread)
 
@@ -441,30 +441,37 @@ class ArmController:
 
     def outside_window(self, positions: Mapping[str, float]) -> list[str]:
         """Each joint further outside its calibrated window than one step, described."""
+        return [d for _, d in self._outside(positions)]
+
+    def _outside(self, positions: Mapping[str, float]) -> list[tuple[tuple[str, str], str]]:
+        """((joint, side), description) of each joint further out than one step."""
         out = []
         for name, p in positions.items():
             lim = self.limits.joint(name)
             over = max(lim.lower - p, p - lim.upper, 0.0)
             if over > self.step_limit(name) + 1e-9:
                 side = "above" if p > lim.upper else "below"
-                out.append(f"{name} at {p:.3f} is {over:.3f} {side} its calibrated window "
-                           f"{lim.lower:.3f}..{lim.upper:.3f} (more than one "
-                           f"{self.step_limit(name):.3f} step)")
+                out.append(((name, side), f"{name} at {p:.3f} is {over:.3f} {side} its "
+                            f"calibrated window {lim.lower:.3f}..{lim.upper:.3f} (more than "
+                            f"one {self.step_limit(name):.3f} step)"))
         return out
 
     def _torque_on(self, state: ArmState, faults: list[str]) -> bool:
         """Torque on, holding where the arm is (clipped into the windows: at most one step
         away); refused, and said why, while a joint lies further outside its window."""
-        far = self.outside_window(state.positions)
+        far = self._outside(state.positions)
         if far:
-            why = ("torque stays off: " + "; ".join(far)
+            why = ("torque stays off: " + "; ".join(d for _, d in far)
                    + ": move it back inside its window by hand")
             faults.append(why)
-            if why != self._torque_refused:
-                self._torque_refused = why
+            # said again only when other joints (or sides) are out: a reading flickering by a
+            # tick changes the text every step and would flood the event log
+            which = tuple(k for k, _ in far)
+            if which != self._torque_refused:
+                self._torque_refused = which
                 self._event("torque_refused", {"reason": why})
             return False
-        self._torque_refused = ""
+        self._torque_refused = ()
         goal = clamp_position(self.limits, state.positions)
         if not self._write(goal, faults):
             return False

@@ -955,3 +955,289 @@ def test_a_step_that_keeps_failing_unexpectedly_releases_the_joints_when_so_conf
     r = tick(ctl, clock)
     assert r.faults[0] == "control step failed: RuntimeError: state block garbled"
     assert r.faults[1].startswith("torque off failed: ")
+
+
+# --------------------------------------------------------------------------- one tick: faults,
+# flags, heat, the e-stop branch, torque
+
+READ_ERR = "servo 1 did not answer (test)"
+TORQUE_ERR = "torque write failed (test)"
+
+
+class _FailWriteArm(_SpyArm):
+    """A stand-in whose goal writes fail on demand (the SYNC_WRITE does not go out)."""
+
+    fail_write = False
+
+    def write_goal(self, positions: Mapping[str, float]) -> Mapping[str, int]:
+        if self.fail_write:
+            raise HardwareError("goal write failed (test)")
+        return super().write_goal(positions)
+
+
+def test_failed_reads_are_counted_in_each_fault_event_and_trip_a_hold_estop(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    """Each failed read: a fault reading stamped with its step, the error and the count so far
+    in the event; the last of max_consecutive_faults trips the e-stop, and with the hold
+    action the torque stays on (a limp arm would fall)."""
+    spy = _SpyArm(arm)
+    ctl, clock, events = make(spy, max_consecutive_faults=2)  # type: ignore[arg-type]
+    ctl.step()
+    assert spy.torque_calls == [(True, None)]
+    events.clear()
+    spy.fail_read = True
+    r = tick(ctl, clock)
+    assert (r.stamp, r.mode, r.state, r.goal) == (clock.now(), "fault", None, {})
+    assert r.faults == (f"read failed: {READ_ERR}",)
+    assert events == [("fault", {"error": READ_ERR, "consecutive": 1})]
+    assert not ctl.latch.tripped
+    r = tick(ctl, clock)
+    assert (r.stamp, r.mode, r.state, r.goal) == (clock.now(), "fault", None, {})
+    assert r.faults == (f"read failed: {READ_ERR}",)
+    reason = f"servo bus: 2 consecutive failed reads; last: {READ_ERR}"
+    assert events == [("fault", {"error": READ_ERR, "consecutive": 1}),
+                      ("fault", {"error": READ_ERR, "consecutive": 2}),
+                      ("estop", {"reason": reason})]
+    assert ctl.latch.reason == reason
+    assert spy.torque_calls == [(True, None)]  # hold: no torque write
+    settle(sim, arm.bus)
+    assert all(sim.torque(i) for i in range(1, 7))
+
+
+def test_a_bus_loss_with_torque_off_releases_the_joints_at_once(sim: SimulatedBus,
+                                                                arm: FeetechArm) -> None:
+    spy = _SpyArm(arm)
+    ctl, clock, events = make(spy, max_consecutive_faults=2,  # type: ignore[arg-type]
+                              estop_action="torque_off")
+    ctl.step()
+    spy.fail_read = True
+    r = tick(ctl, clock)
+    assert spy.torque_calls == [(True, None)] and r.faults == (f"read failed: {READ_ERR}",)
+    r = tick(ctl, clock)
+    assert spy.torque_calls == [(True, None), (False, None)]
+    assert (r.stamp, r.mode, r.state) == (clock.now(), "fault", None)
+    assert r.faults == (f"read failed: {READ_ERR}",) and ctl.latch.tripped
+    settle(sim, arm.bus)
+    assert not any(sim.torque(i) for i in range(1, 7))
+    # the torque write failing too: both are said, the step does not fail
+    ctl2, clock2, events2 = make(spy, max_consecutive_faults=1,  # type: ignore[arg-type]
+                                 estop_action="torque_off")
+    spy.fail_torque = True
+    r = tick(ctl2, clock2)
+    assert r.faults == (f"read failed: {READ_ERR}", f"torque off failed: {TORQUE_ERR}")
+    assert spy.torque_calls[-1] == (False, None)
+    assert events2 == [("fault", {"error": READ_ERR, "consecutive": 1}),
+                       ("estop", {"reason": f"servo bus: 1 consecutive failed reads; "
+                                            f"last: {READ_ERR}"}),
+                       ("fault", {"error": TORQUE_ERR})]
+
+
+def test_a_servo_flag_trip_reports_the_flag_itself_as_the_fault(sim: SimulatedBus,
+                                                                arm: FeetechArm) -> None:
+    ctl, clock, events = make(arm)
+    ctl.step()
+    sim.set_error_flags(3, 0x01)
+    r = tick(ctl, clock)
+    assert r.mode == "estop" and len(r.faults) == 1
+    assert r.faults == (ctl.latch.reason,)
+    assert "elbow_flex" in r.faults[0] and "voltage" in r.faults[0]
+    assert [e for e in events if e[0] == "estop"] == [("estop", {"reason": r.faults[0]})]
+
+
+def test_a_servo_exactly_at_the_temperature_limit_trips_the_estop(sim: SimulatedBus,
+                                                                  arm: FeetechArm) -> None:
+    ctl, clock, events = make(arm)
+    ctl.step()
+    sim.servos[5].temperature_c = 69
+    r = tick(ctl, clock)
+    assert r.mode == "holding" and not r.estop and r.faults == ()
+    sim.servos[5].temperature_c = 70  # max_temperature_c: at it is too hot
+    r = tick(ctl, clock)
+    msg = "wrist_roll (servo 5) at 70 °C, above 70 °C"
+    assert r.mode == "estop" and r.faults == (msg,) and ctl.latch.reason == msg
+    assert [e for e in events if e[0] == "estop"] == [("estop", {"reason": msg})]
+
+
+def test_a_hold_estop_keeps_the_pose_it_tripped_at_when_the_arm_is_pushed(
+        blocked: tuple[SimulatedBus, FeetechArm, FakeClock]) -> None:
+    sim, arm, frozen = blocked
+    ctl, clock, _ = make(arm)
+    ctl.step()
+    ctl.estop("operator pressed stop")
+    r = tick(ctl, clock)
+    held = dict(r.goal)
+    assert r.mode == "estop" and r.stamp == clock.now() and held == r.state.positions
+    sim.set_position(3, 2300)  # pushed away
+    for _ in range(3):
+        r = tick(ctl, clock)
+        assert r.state.positions["elbow_flex"] > held["elbow_flex"] + 0.3
+        assert r.mode == "estop" and r.goal == held and r.stamp == clock.now()
+
+
+def test_a_torque_off_estop_releases_once_and_retries_a_failed_release(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    """The release is written on the first latched tick; one that fails is said and tried
+    again every tick until the joints are free; then nothing more is written."""
+    spy = _SpyArm(arm)
+    ctl, clock, events = make(spy, estop_action="torque_off")  # type: ignore[arg-type]
+    ctl.step()
+    events.clear()
+    ctl.estop("stop")
+    spy.fail_torque = True
+    r = tick(ctl, clock)
+    assert (r.mode, r.goal, r.stamp) == ("estop", {}, clock.now())
+    assert r.faults == (f"torque off failed: {TORQUE_ERR}",)
+    assert events == [("estop", {"reason": "stop"}), ("fault", {"error": TORQUE_ERR})]
+    assert spy.torque_calls == [(True, None), (False, None)]
+    settle(sim, arm.bus)
+    assert all(sim.torque(i) for i in range(1, 7))  # still on: the release must be retried
+    spy.fail_torque = False
+    r = tick(ctl, clock)
+    assert (r.mode, r.goal, r.faults, r.stamp) == ("estop", {}, (), clock.now())
+    assert spy.torque_calls == [(True, None), (False, None), (False, None)]
+    settle(sim, arm.bus)
+    assert not any(sim.torque(i) for i in range(1, 7))
+    tick(ctl, clock, 3)
+    assert len(spy.torque_calls) == 3  # released: nothing more is written
+
+
+def test_a_torque_off_estop_writes_no_release_while_the_joints_stay_free(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    spy = _SpyArm(arm)
+    ctl, clock, _ = make(spy, estop_action="torque_off")  # type: ignore[arg-type]
+    ctl.step()
+    ctl.estop("stop")
+    tick(ctl, clock, 4)
+    assert spy.torque_calls == [(True, None), (False, None)]
+
+
+def test_a_hold_estop_with_the_joints_free_writes_no_goal(sim: SimulatedBus,
+                                                          arm: FeetechArm) -> None:
+    ctl, clock, _ = make(arm)
+    ctl.step()
+    ctl.disable_torque()
+    tick(ctl, clock)
+    settle(sim, arm.bus)
+    sim.clear_frames()
+    ctl.estop("stop")
+    r = tick(ctl, clock, 3)
+    settle(sim, arm.bus)
+    assert (r.mode, r.goal, r.faults) == ("estop", {}, ())
+    assert sim.goal_writes() == []
+
+
+def test_a_hold_estop_whose_goal_write_fails_says_so(sim: SimulatedBus,
+                                                     arm: FeetechArm) -> None:
+    spy = _FailWriteArm(arm)
+    ctl, clock, events = make(spy)  # type: ignore[arg-type]
+    ctl.step()
+    ctl.estop("stop")
+    spy.fail_write = True
+    events.clear()
+    r = tick(ctl, clock)
+    assert (r.mode, r.goal) == ("estop", {})
+    assert r.faults == ("write failed: goal write failed (test)",)
+    assert events == [("fault", {"error": "goal write failed (test)"})]
+
+
+def test_after_a_reset_the_hold_stays_where_it_began_when_the_arm_is_pushed(
+        blocked: tuple[SimulatedBus, FeetechArm, FakeClock]) -> None:
+    """The reset takes the pose once, at the first step after it; it does not keep following
+    the arm (a push must be resisted, as in any hold)."""
+    sim, arm, frozen = blocked
+    ctl, clock, _ = make(arm)
+    ctl.step()
+    ctl.estop("stop")
+    tick(ctl, clock)
+    assert ctl.reset_estop() is True
+    r = tick(ctl, clock)
+    at = dict(r.goal)
+    assert r.mode == "holding" and at == r.state.positions
+    sim.set_position(3, 2300)  # pushed away
+    for _ in range(3):
+        r = tick(ctl, clock)
+        assert r.state.positions["elbow_flex"] > at["elbow_flex"] + 0.3
+        assert r.mode == "holding" and r.goal == at
+
+
+def test_a_latch_released_behind_the_controllers_back_never_resumes_the_old_target(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    """The e-stop branch itself drops the target: a latch reset directly (not through
+    reset_estop) finds no target to go on to, and no stale one for the watchdog to drop."""
+    ctl, clock, events = make(arm)
+    ctl.step()
+    ctl.command({"shoulder_lift": 1.0})
+    tick(ctl, clock, 3)
+    ctl.estop("stop")
+    tick(ctl, clock)
+    assert ctl.latch.reset() is True
+    r = tick(ctl, clock)
+    assert r.mode == "holding" and r.target is None
+    assert r.goal == r.state.positions and r.goal["shoulder_lift"] < 0.5
+    assert "watchdog" not in [k for k, _ in events]
+
+
+def test_a_release_outside_the_controller_is_followed_not_undone(sim: SimulatedBus,
+                                                                 arm: FeetechArm) -> None:
+    """Torque switched off on the arm itself (a calibration tool): the controller follows the
+    free joints and never takes the torque back on its own, until enable_torque()."""
+    ctl, clock, _ = make(arm)
+    ctl.step()
+    tick(ctl, clock)
+    arm.set_torque(False)
+    for _ in range(3):
+        r = tick(ctl, clock)
+        assert (r.mode, r.goal, r.stamp) == ("torque_off", {}, clock.now())
+    settle(sim, arm.bus)
+    assert not any(sim.torque(i) for i in range(1, 7)) and not arm.torque_enabled
+    ctl.enable_torque()
+    r = tick(ctl, clock)
+    assert r.mode == "holding" and arm.torque_enabled
+
+
+def test_a_torque_on_that_fails_leaves_no_stale_target_for_the_watchdog(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    """The first torque-on fails: the joints stay free and followed, with no target; when it
+    goes through at the next step the arm holds, with nothing for the watchdog to drop."""
+    spy = _SpyArm(arm)
+    ctl, clock, events = make(spy)  # type: ignore[arg-type]
+    spy.fail_torque = True
+    r = ctl.step()
+    assert r.mode == "torque_off" and r.target is None
+    assert r.faults == (f"torque on failed: {TORQUE_ERR}",)
+    spy.fail_torque = False
+    r = tick(ctl, clock)
+    assert r.mode == "holding" and r.target is None and r.faults == ()
+    assert [k for k, _ in events] == ["fault"]
+
+
+def test_the_setpoint_survives_a_failed_read_while_the_joints_are_free(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    spy = _SpyArm(arm)
+    ctl, clock, _ = make(spy)  # type: ignore[arg-type]
+    ctl.step()
+    ctl.disable_torque()
+    r = tick(ctl, clock)
+    assert r.mode == "torque_off"
+    spy.fail_read = True
+    assert tick(ctl, clock).state is None
+    assert ctl.setpoint() == r.state.positions
+
+
+def test_the_setpoint_after_a_reset_is_where_the_arm_is_even_before_a_goal_goes_out(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    """A reset takes the pose as the new setpoint at once: a hold write that fails and a read
+    that fails after it leave a jog starting from where the arm is, not from nothing."""
+    spy = _FailWriteArm(arm)
+    ctl, clock, _ = make(spy)  # type: ignore[arg-type]
+    ctl.step()
+    ctl.estop("stop")
+    tick(ctl, clock)
+    assert ctl.reset_estop() is True
+    spy.fail_write = True
+    r = tick(ctl, clock)
+    assert (r.mode, r.goal) == ("holding", {})
+    assert r.faults == ("write failed: goal write failed (test)",)
+    spy.fail_read = True
+    assert tick(ctl, clock).state is None
+    assert ctl.setpoint() == r.state.positions

@@ -1241,3 +1241,293 @@ def test_the_setpoint_after_a_reset_is_where_the_arm_is_even_before_a_goal_goes_
     spy.fail_read = True
     assert tick(ctl, clock).state is None
     assert ctl.setpoint() == r.state.positions
+
+
+class _TelemetryArm(_SpyArm):
+    """The sim's arm with chosen servo telemetry (per joint: field overrides of the reading),
+    and ``bus`` as given (the real bus, one without stats, or none at all)."""
+
+    def __init__(self, arm: FeetechArm, bus: object = None) -> None:
+        super().__init__(arm)
+        self.overrides: dict[str, dict[str, object]] = {}
+        if bus is not None:
+            self.bus = bus
+
+    def read_state(self) -> ArmState:
+        import dataclasses
+        s = super().read_state()
+        servos = {n: dataclasses.replace(r, **self.overrides.get(n, {}))
+                  for n, r in s.servos.items()}
+        return ArmState(s.stamp, s.positions, s.velocities, servos, s.faults)
+
+
+_CALM = {"voltage_v": 7.4, "temperature_c": 30.0, "load": 0.0, "moving": False,
+         "error_flags": ()}
+
+
+def _diag_after(arm: FeetechArm, overrides: dict[str, dict[str, object]]
+                ) -> tuple[ArmReading, ArmController]:
+    spy = _TelemetryArm(arm)
+    spy.overrides = {n: {**_CALM, **overrides.get(n, {})} for n in arm.joint_names}
+    ctl, clock, _ = make(spy)  # type: ignore[arg-type]
+    ctl.step()
+    return tick(ctl, clock), ctl
+
+
+def test_diagnostics_of_healthy_servos_are_ok_with_each_servos_telemetry(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    from solarian_agent.hw.feetech.controller import ServoDiagnostic
+    r, _ = _diag_after(arm, {"elbow_flex": {"voltage_v": 6.0, "temperature_c": 54.0,
+                                            "load": -0.79, "moving": True},
+                             "wrist_flex": {"voltage_v": 13.0}})
+    d = r.diagnostics
+    assert (d.level, d.message, d.estop, d.estop_reason) == ("ok", "ok", False, "")
+    ids = {n: s.servo_id for n, s in r.state.servos.items()}
+    assert ids["elbow_flex"] == 3 and ids["wrist_roll"] == 5
+    want = []
+    for n in arm.joint_names:
+        v, t, ld, mv = 7.4, 30.0, 0.0, False
+        if n == "elbow_flex":
+            v, t, ld, mv = 6.0, 54.0, -0.79, True
+        if n == "wrist_flex":
+            v = 13.0
+        want.append(ServoDiagnostic(n, ids[n], "ok", "ok", v, t, ld, mv))
+    assert d.servos == tuple(want)
+
+
+def test_diagnostics_of_a_warm_servo_warn_with_the_temperature(sim: SimulatedBus,
+                                                               arm: FeetechArm) -> None:
+    r, _ = _diag_after(arm, {"wrist_roll": {"temperature_c": 55.0}})
+    d = r.diagnostics
+    sv = {s.joint: s for s in d.servos}
+    assert (sv["wrist_roll"].level, sv["wrist_roll"].message) == ("warn", "hot: 55 °C")
+    assert all((s.level, s.message) == ("ok", "ok") for s in d.servos if s.joint != "wrist_roll")
+    assert (d.level, d.message) == ("warn", "wrist_roll: hot: 55 °C")
+    assert not d.estop and r.faults == ()
+
+
+def test_diagnostics_of_a_hot_servo_at_the_limit_are_an_error(sim: SimulatedBus,
+                                                              arm: FeetechArm) -> None:
+    r, ctl = _diag_after(arm, {"wrist_roll": {"temperature_c": 70.0}})
+    d = r.diagnostics
+    sv = {s.joint: s for s in d.servos}
+    assert (sv["wrist_roll"].level, sv["wrist_roll"].message) == ("error", "70 °C")
+    trip = "wrist_roll (servo 5) at 70 °C, above 70 °C"
+    assert d.estop and d.estop_reason == trip == ctl.latch.reason
+    assert (d.level, d.message) == (
+        "error", f"e-stop latched: {trip}; {trip}; wrist_roll: 70 °C")
+
+
+def test_diagnostics_of_a_low_or_high_supply_and_a_heavy_load_warn(sim: SimulatedBus,
+                                                                   arm: FeetechArm) -> None:
+    r, _ = _diag_after(arm, {"shoulder_pan": {"voltage_v": 5.94},
+                             "shoulder_lift": {"voltage_v": 13.06},
+                             "elbow_flex": {"load": 0.8},
+                             "wrist_flex": {"load": -0.9, "temperature_c": 60.0,
+                                            "voltage_v": 5.0}})
+    d = r.diagnostics
+    sv = {s.joint: (s.level, s.message) for s in d.servos}
+    assert sv["shoulder_pan"] == ("warn", "supply 5.9 V")
+    assert sv["shoulder_lift"] == ("warn", "supply 13.1 V")
+    assert sv["elbow_flex"] == ("warn", "load 80%")
+    assert sv["wrist_flex"] == ("warn", "hot: 60 °C; supply 5.0 V; load 90%")
+    assert sv["wrist_roll"] == ("ok", "ok")
+    assert d.level == "warn"
+    assert d.message == ("shoulder_pan: supply 5.9 V; shoulder_lift: supply 13.1 V; "
+                         "elbow_flex: load 80%; wrist_flex: hot: 60 °C; supply 5.0 V; load 90%")
+
+
+def test_diagnostics_of_servo_flags_name_every_flag(sim: SimulatedBus, arm: FeetechArm) -> None:
+    r, _ = _diag_after(arm, {"elbow_flex": {"error_flags": ("voltage", "overheat"),
+                                            "load": 0.85}})
+    d = r.diagnostics
+    sv = {s.joint: (s.level, s.message) for s in d.servos}
+    assert sv["elbow_flex"] == ("error", "voltage, overheat; load 85%")
+    assert (d.level, d.message) == ("error", "elbow_flex: voltage, overheat; load 85%")
+
+
+def test_diagnostics_of_an_estop_and_a_stale_command_stream(sim: SimulatedBus,
+                                                            arm: FeetechArm) -> None:
+    ctl, clock, _ = make(arm, command_timeout_s=0.1)
+    ctl.step()
+    ctl.command({"elbow_flex": 0.2})
+    d = tick(ctl, clock).diagnostics
+    assert d.watchdog_expired is False and (d.level, d.message) == ("ok", "ok")
+    d = tick(ctl, clock, 6).diagnostics
+    assert d.watchdog_expired is True
+    ctl.estop("operator pressed stop")
+    d = tick(ctl, clock).diagnostics
+    assert (d.level, d.message, d.estop, d.estop_reason) == (
+        "error", "e-stop latched: operator pressed stop", True, "operator pressed stop")
+    assert d.consecutive_faults == 0
+
+
+def test_diagnostics_carry_the_bus_stats_only_when_the_bus_has_them(sim: SimulatedBus,
+                                                                    arm: FeetechArm) -> None:
+    ctl, clock, _ = make(arm)
+    ctl.step()
+    d = tick(ctl, clock).diagnostics
+    assert d.bus == dict(vars(arm.bus.stats)) and d.bus["tx_frames"] > 0
+    spy = _TelemetryArm(arm, bus=object())  # a bus without stats
+    ctl, clock, _ = make(spy)  # type: ignore[arg-type]
+    ctl.step()
+    r = tick(ctl, clock)
+    assert r.faults == () and (r.diagnostics.level, r.diagnostics.bus) == ("ok", {})
+
+
+# --------------------------------------------------------------------------- survivors (E):
+# the workspace hold, the watchdog's event, start-up settings, the loop's last resort
+
+
+def _dip_guard() -> object:
+    """A one-joint workspace guard whose tip dips below the box for shoulder_pan in
+    (0.04, 0.2): a straight path from 0 to the safe target 0.3 crosses the dip."""
+    from solarian_agent.arm.safety import Workspace, WorkspaceGuard
+
+    def fk(q: Sequence[float]) -> tuple[float, float, float]:
+        return (0.1, 0.0, -0.1 if 0.04 < q[0] < 0.2 else 0.1)
+
+    return WorkspaceGuard(Workspace(), fk, ("shoulder_pan",))
+
+
+def test_a_step_into_the_dip_is_held_at_the_boundary_where_the_arm_is(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    guard = _dip_guard()
+    ctl, clock, _ = make(arm, workspace=guard)
+    ctl.step()
+    ctl.command({"shoulder_pan": 0.3})
+    r1 = tick(ctl, clock)
+    assert (r1.mode, r1.faults) == ("tracking", ())
+    assert r1.goal["shoulder_pan"] == pytest.approx(1.5 * PERIOD)  # 0.03: still inside
+    ctl.command({"shoulder_pan": 0.3})
+    r2 = tick(ctl, clock)  # 0.06 would dip out of the box: held where the arm is
+    assert r2.mode == "tracking"
+    assert r2.faults == ("workspace: step held at the workspace boundary",)
+    assert r2.goal == r2.state.positions
+    assert r2.goal["shoulder_pan"] == pytest.approx(1.5 * PERIOD, abs=2e-3)
+    assert guard.rejected == 1  # type: ignore[attr-defined]
+
+
+def test_the_watchdog_event_says_how_stale_and_what_was_done_once(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    ctl, clock, events = make(arm, command_timeout_s=0.1)
+    ctl.step()
+    ctl.command({"elbow_flex": 1.0})
+    t0 = clock.now()
+    tick(ctl, clock, 5)
+    events.clear()
+    r = tick(ctl, clock)  # 0.12 s: stale
+    assert r.mode == "holding" and r.stamp == clock.now()
+    assert events == [("watchdog", {
+        "age_s": pytest.approx(clock.now() - t0), "timeout_s": 0.1,
+        "action": "holding at present position; target dropped"})]
+    for _ in range(5):
+        r = tick(ctl, clock)
+        assert (r.mode, r.stamp, r.target) == ("holding", clock.now(), None)
+    assert [k for k, _ in events] == ["watchdog"]  # said once: the target is gone
+
+
+def test_the_default_controller_guards_the_workspace(sim: SimulatedBus,
+                                                     arm: FeetechArm) -> None:
+    ctl = ArmController(arm, FakeClock())
+    assert ctl.guard is not None and "shoulder_lift" in ctl.guard.joints
+
+
+def test_with_torque_on_start_off_the_first_steps_leave_the_joints_free(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    spy = _SpyArm(arm)
+    ctl, clock, _ = make(spy, enable_torque_on_start=False)  # type: ignore[arg-type]
+    r = ctl.step()
+    r = tick(ctl, clock, 2)
+    settle(sim, arm.bus)
+    assert r.mode == "torque_off" and spy.torque_calls == []
+    assert not any(sim.torque(i) for i in range(1, 7))
+
+
+def test_the_event_log_keeps_the_last_200(sim: SimulatedBus, arm: FeetechArm) -> None:
+    ctl, _, _ = make(arm)
+    for i in range(205):
+        ctl.hold(f"h{i}")
+    assert len(ctl.events) == 200
+    assert ctl.events[0][2] == {"reason": "h5"} and ctl.events[-1][2] == {"reason": "h204"}
+
+
+def test_a_failing_release_in_the_last_resort_is_reported_as_it_failed(
+        sim: SimulatedBus, arm: FeetechArm) -> None:
+    spy = _RaisingArm(arm)
+    ctl, clock, _ = make(spy, estop_action="torque_off")  # type: ignore[arg-type]
+    ctl.step()
+    spy.error = RuntimeError("garbled")
+    spy.fail_torque = True
+    r = tick(ctl, clock)
+    assert r.faults == ("control step failed: RuntimeError: garbled",
+                        f"torque off failed: {TORQUE_ERR}")
+
+    class _BadTorque(_RaisingArm):
+        def set_torque(self, enabled: bool, joints: Sequence[str] | None = None) -> None:
+            if self.fail_torque:
+                raise ValueError("torque register out of range")
+            super().set_torque(enabled, joints)
+
+    spy2 = _BadTorque(arm)
+    ctl2, clock2, _ = make(spy2, estop_action="torque_off")  # type: ignore[arg-type]
+    ctl2.step()
+    spy2.error = RuntimeError("garbled")
+    spy2.fail_torque = True
+    r = tick(ctl2, clock2)
+    assert r.faults == ("control step failed: RuntimeError: garbled",
+                        "torque off failed: ValueError: torque register out of range")
+
+
+def test_a_failed_release_while_latched_holds_where_the_arm_is(sim: SimulatedBus,
+                                                                arm: FeetechArm) -> None:
+    spy = _SpyArm(arm)
+    ctl, clock, _ = make(spy)  # type: ignore[arg-type]
+    ctl.step()
+    ctl.estop("test")
+    tick(ctl, clock, 2)
+    spy.fail_torque = True
+    with pytest.raises(HardwareError, match="torque write failed"):
+        ctl.disable_torque()
+    r = tick(ctl, clock)
+    assert r.mode == "estop" and r.goal == r.state.positions and len(r.goal) == 6
+
+
+def test_a_command_after_a_failed_release_goes_on_from_the_last_goal(
+        blocked: tuple[SimulatedBus, FeetechArm, FakeClock]) -> None:
+    """disable_torque() whose torque write fails leaves the torque on and resumes nothing: a
+    new command tracks from the last goal written (kept within the lead of the arm), as any
+    command does, not from a reset to where the arm is."""
+    sim, arm, frozen = blocked
+    spy = _SpyArm(arm)
+    ctl, clock, _ = make(spy, lead_time_s=0.1)  # type: ignore[arg-type]
+    start = ctl.step().state.positions["shoulder_pan"]
+    for _ in range(3):
+        ctl.command({"shoulder_pan": start + 1.5})
+        r = tick(ctl, clock)
+    g = r.goal["shoulder_pan"]
+    assert g - start == pytest.approx(3 * 1.5 * PERIOD, abs=2e-3)
+    spy.fail_torque = True
+    with pytest.raises(HardwareError, match="torque write failed"):
+        ctl.disable_torque()
+    ctl.command({"shoulder_pan": start + 1.5})
+    r = tick(ctl, clock)
+    assert r.mode == "tracking"
+    assert r.goal["shoulder_pan"] == pytest.approx(g + 1.5 * PERIOD)
+
+
+def test_a_command_right_after_a_hold_leaves_the_other_joints_where_the_arm_is(
+        blocked: tuple[SimulatedBus, FeetechArm, FakeClock]) -> None:
+    """hold() then, before the next step, a command for another joint: the joints it does not
+    name hold where the arm is, never the old goal (a lead ahead of a blocked arm)."""
+    sim, arm, frozen = blocked
+    ctl, clock, _ = make(arm, lead_time_s=0.1)
+    start = ctl.step().state.positions["shoulder_pan"]
+    for _ in range(3):
+        ctl.command({"shoulder_pan": start + 1.5})
+        r = tick(ctl, clock)
+    assert r.goal["shoulder_pan"] - r.state.positions["shoulder_pan"] > 0.05  # leads the arm
+    ctl.hold()
+    ctl.command({"elbow_flex": r.state.positions["elbow_flex"] + 0.5})
+    r = tick(ctl, clock)
+    assert r.goal["shoulder_pan"] == pytest.approx(r.state.positions["shoulder_pan"], abs=2e-3)

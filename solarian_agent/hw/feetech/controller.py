@@ -246,6 +246,9 @@ class ArmController:
         with self._lock:
             self._target = None
             self._hold = None
+            # and forget the last goal: a command before the next step must not send the other
+            # joints back to it (up to one lead ahead of a blocked arm)
+            self._goal = None
             self.watchdog.clear()
         self._event("hold", {"reason": reason})
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, settings
 
+from solarian_agent.arm.safety import ArmLimits
 from solarian_agent.core.clock import FakeClock
 from solarian_agent.hw.feetech import ArmController, ArmControllerConfig, FeetechArm, FeetechBus
+from solarian_agent.hw.feetech.arm import ArmState
 from solarian_agent.hw.feetech.simbus import SimulatedBus
 
 # Per-answer timeout for tests: generous, so a loaded CI machine does not cause spurious
@@ -64,3 +67,32 @@ def tick(ctl: ArmController, clock: FakeClock, n: int = 1) -> Any:
         clock.advance(PERIOD)
         r = ctl.step()
     return r
+
+
+class ArmPassThrough:
+    """The sim's arm seen through the ``ArmPort`` protocol: the base of the tests' stand-ins
+    that fail reads or writes, or record calls, on demand (they override what they change)."""
+
+    def __init__(self, arm: FeetechArm) -> None:
+        self._arm = arm
+
+    @property
+    def limits(self) -> ArmLimits:
+        return self._arm.limits
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return self._arm.joint_names
+
+    @property
+    def torque_enabled(self) -> bool:
+        return self._arm.torque_enabled
+
+    def read_state(self) -> ArmState:
+        return self._arm.read_state()
+
+    def write_goal(self, positions: Mapping[str, float]) -> Mapping[str, int]:
+        return self._arm.write_goal(positions)
+
+    def set_torque(self, enabled: bool, joints: Sequence[str] | None = None) -> None:
+        self._arm.set_torque(enabled, joints)

@@ -7,11 +7,19 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 
 import pytest
-from hw_helpers import PERIOD, TIMEOUT_S, make, property_settings, settle, tick
+from hw_helpers import (
+    PERIOD,
+    TIMEOUT_S,
+    ArmPassThrough,
+    make,
+    property_settings,
+    settle,
+    tick,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
-from solarian_agent.arm.safety import ArmLimits, EStopLatchedError, UnsafeCommandError
+from solarian_agent.arm.safety import EStopLatchedError, UnsafeCommandError
 from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.errors import ConfigError
 from solarian_agent.hw.errors import HardwareError
@@ -433,42 +441,27 @@ def test_setpoint_before_any_goal_is_where_the_arm_is(sim: SimulatedBus,
 
 # --------------------------------------------------------------------------- commands and events
 
-class _SpyArm:
-    """The sim's arm seen through the ``ArmPort`` protocol, recording what the controller asks
-    of ``set_torque`` and failing reads or torque writes on demand (a bus that stops
-    answering, a torque write that does not go through), without the read timeouts."""
+class _SpyArm(ArmPassThrough):
+    """The sim's arm recording what the controller asks of ``set_torque`` and failing reads
+    or torque writes on demand (a bus that stops answering, a torque write that does not go
+    through), without the read timeouts."""
 
     def __init__(self, arm: FeetechArm) -> None:
-        self._arm = arm
+        super().__init__(arm)
         self.torque_calls: list[tuple[bool, object]] = []
         self.fail_read = False
         self.fail_torque = False
 
-    @property
-    def limits(self) -> ArmLimits:
-        return self._arm.limits
-
-    @property
-    def joint_names(self) -> tuple[str, ...]:
-        return self._arm.joint_names
-
-    @property
-    def torque_enabled(self) -> bool:
-        return self._arm.torque_enabled
-
     def read_state(self) -> ArmState:
         if self.fail_read:
             raise HardwareError("servo 1 did not answer (test)")
-        return self._arm.read_state()
-
-    def write_goal(self, positions: Mapping[str, float]) -> Mapping[str, int]:
-        return self._arm.write_goal(positions)
+        return super().read_state()
 
     def set_torque(self, enabled: bool, joints: Sequence[str] | None = None) -> None:
         self.torque_calls.append((enabled, joints))
         if self.fail_torque:
             raise HardwareError("torque write failed (test)")
-        self._arm.set_torque(enabled, joints)
+        super().set_torque(enabled, joints)
 
 
 def test_the_command_event_names_the_source_and_the_joints(sim: SimulatedBus,

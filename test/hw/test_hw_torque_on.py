@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from hw_helpers import make, settle, tick
+from hw_helpers import ArmPassThrough, make, settle, tick
 
-from solarian_agent.arm.safety import ArmLimits
 from solarian_agent.hw.errors import HardwareError
 from solarian_agent.hw.feetech import FeetechArm
 from solarian_agent.hw.feetech import protocol as P
@@ -171,45 +170,33 @@ WRITE_ERROR = "goal write failed (test)"
 TORQUE_ERROR = "torque write failed (test)"
 
 
-class _FlakyArm:
-    """The sim's arm through the ``ArmPort`` protocol, failing the next ``fail_writes`` goal
-    writes, the next ``fail_torque`` torque writes (nothing reaches the wire then, as when the
-    port write itself fails) and every read while ``fail_read``."""
+class _FlakyArm(ArmPassThrough):
+    """The sim's arm failing the next ``fail_writes`` goal writes, the next ``fail_torque``
+    torque writes (nothing reaches the wire then, as when the port write itself fails) and
+    every read while ``fail_read``."""
 
     def __init__(self, arm: FeetechArm) -> None:
-        self._arm = arm
+        super().__init__(arm)
         self.fail_writes = 0
         self.fail_torque = 0
         self.fail_read = False
 
-    @property
-    def limits(self) -> ArmLimits:
-        return self._arm.limits
-
-    @property
-    def joint_names(self) -> tuple[str, ...]:
-        return self._arm.joint_names
-
-    @property
-    def torque_enabled(self) -> bool:
-        return self._arm.torque_enabled
-
     def read_state(self) -> ArmState:
         if self.fail_read:
             raise HardwareError("servo 1 did not answer (test)")
-        return self._arm.read_state()
+        return super().read_state()
 
     def write_goal(self, positions: Mapping[str, float]) -> Mapping[str, int]:
         if self.fail_writes > 0:
             self.fail_writes -= 1
             raise HardwareError(WRITE_ERROR)
-        return self._arm.write_goal(positions)
+        return super().write_goal(positions)
 
     def set_torque(self, enabled: bool, joints: Sequence[str] | None = None) -> None:
         if self.fail_torque > 0:
             self.fail_torque -= 1
             raise HardwareError(TORQUE_ERROR)
-        self._arm.set_torque(enabled, joints)
+        super().set_torque(enabled, joints)
 
 
 def _torque(sim: SimulatedBus) -> list[bool]:

@@ -316,16 +316,22 @@ def blocked() -> Iterator[tuple[SimulatedBus, FeetechArm, FakeClock]]:
         a.disconnect()
 
 
+def _pan_with_lead(arm: FeetechArm) -> tuple[ArmController, FakeClock, float, float, float]:
+    """A controller with a 0.1 s lead after its first step: shoulder_pan's start, its lead
+    (max_velocity x lead_time_s) and its step (max_velocity x period)."""
+    ctl, clock, _ = make(arm, lead_time_s=0.1)
+    start = ctl.step().state.positions["shoulder_pan"]
+    vmax = ctl.limits.as_dict()["shoulder_pan"].max_velocity
+    return ctl, clock, start, vmax * 0.1, vmax * PERIOD
+
+
 def test_the_goal_never_runs_ahead_of_a_blocked_arm(
         blocked: tuple[SimulatedBus, FeetechArm, FakeClock]) -> None:
     """The last goal is kept within lead_time_s x max_velocity of where the arm really is: a
     blocked arm's goal stops there, instead of running on toward the target (and the arm
     jumping there once it is free)."""
     sim, arm, frozen = blocked
-    ctl, clock, _ = make(arm, lead_time_s=0.1)
-    start = ctl.step().state.positions["shoulder_pan"]
-    vmax = ctl.limits.as_dict()["shoulder_pan"].max_velocity
-    lead, step = vmax * 0.1, vmax * PERIOD
+    ctl, clock, start, lead, step = _pan_with_lead(arm)
     goals = []
     for _ in range(50):  # 1 s: unblocked, the goal would be 1.5 rad away by now
         ctl.command({"shoulder_pan": start + 1.5})
@@ -342,10 +348,7 @@ def test_the_goal_follows_a_lagging_arm(
     """An arm much slower than its goal (a heavy load): the goal keeps its lead over the arm,
     at most one lead (plus one step) ahead however long the motion lasts."""
     sim, arm, frozen = blocked
-    ctl, clock, _ = make(arm, lead_time_s=0.1)
-    start = ctl.step().state.positions["shoulder_pan"]
-    vmax = ctl.limits.as_dict()["shoulder_pan"].max_velocity
-    lead, step = vmax * 0.1, vmax * PERIOD
+    ctl, clock, start, lead, step = _pan_with_lead(arm)
     for _ in range(60):
         ctl.command({"shoulder_pan": start + 1.0})
         r = tick(ctl, clock)
@@ -579,10 +582,7 @@ def test_after_a_reset_a_new_command_starts_from_where_the_arm_is(
     """Tripped and reset within one period: the goal the arm was chasing (a lead ahead of a
     blocked arm) is forgotten; the next command moves one step from where the arm is."""
     sim, arm, frozen = blocked
-    ctl, clock, _ = make(arm, lead_time_s=0.1)
-    start = ctl.step().state.positions["shoulder_pan"]
-    vmax = ctl.limits.as_dict()["shoulder_pan"].max_velocity
-    lead, step = vmax * 0.1, vmax * PERIOD
+    ctl, clock, start, lead, step = _pan_with_lead(arm)
     for _ in range(20):
         ctl.command({"shoulder_pan": start + 1.5})
         r = tick(ctl, clock)

@@ -23,6 +23,7 @@ from solarian_agent.hw.errors import (
     DeviceAlreadyConnectedError,
     DeviceNotConnectedError,
     DeviceNotFoundError,
+    HardwareError,
     ServoStatusError,
     ServoTimeoutError,
     status_error,
@@ -34,7 +35,9 @@ from solarian_agent.hw.feetech.calibration import (
     ArmCalibration,
 )
 from solarian_agent.hw.feetech.protocol import STS3215
+from solarian_agent.hw.feetech.servo_config import ServoSettings, configure
 
+CURRENT_A_PER_UNIT = 0.0065  # Present_Current: 6.5 mA a unit
 DEFAULT_CALIBRATION = "config/arm_so101.yaml"  # relative to the package's share directory
 
 
@@ -58,6 +61,8 @@ class FeetechArmConfig:
     rate_hz: float = 50.0
     timeout_s: float = 0.025
     retries: int = 2
+    servo_settings: ServoSettings = field(default_factory=ServoSettings)
+    configure_on_connect: bool = True
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.rate_hz) and 0 < self.rate_hz <= 1000):
@@ -68,12 +73,18 @@ class FeetechArmConfig:
             raise ConfigError("arm.timeout_s", f"must be > 0, got {self.timeout_s}")
         if self.retries < 0:
             raise ConfigError("arm.retries", f"must be >= 0, got {self.retries}")
+        if not isinstance(self.configure_on_connect, bool):
+            raise ConfigError("arm.configure_on_connect",
+                              f"must be true or false, got {self.configure_on_connect!r}")
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], calibration_file: str = "",
                      where: str = "arm") -> FeetechArmConfig:
-        known = {"port", "baudrate", "ids", "rate_hz", "timeout_s", "retries"}
+        known = {"port", "baudrate", "ids", "rate_hz", "timeout_s", "retries",
+                 "configure_on_connect"}
         kw: dict[str, Any] = {k: data[k] for k in known if k in data}
+        kw["servo_settings"] = ServoSettings.from_mapping(data.get("servo_settings"),
+                                                          where=f"{where}.servo_settings")
         try:
             return cls(calibration_file=str(data.get("calibration_file", calibration_file)
                                             or default_arm_config()), **kw)
@@ -154,8 +165,11 @@ class FeetechArm:
     def is_connected(self) -> bool:
         return self.bus.is_connected
 
-    def connect(self, check_ids: bool = True) -> None:
-        """Open the port, load the calibration, PING every servo (all must answer)."""
+    def connect(self, check_ids: bool = True, configure_servos: bool | None = None) -> None:
+        """Open the port, load the calibration, PING every servo (all must answer), then
+        (``configure_servos``; default ``config.configure_on_connect``, only with
+        ``check_ids``) write and verify the servo settings and limits: a servo that does not
+        take them is a ``ServoConfigError`` naming it, and the port is closed again."""
         if self.bus.is_connected:
             raise DeviceAlreadyConnectedError(f"arm on {self.config.port} is already connected")
         if self._cal is None:
@@ -176,6 +190,13 @@ class FeetechArm:
                 f"servos not answering on {self.config.port} at {self.config.baudrate} baud: "
                 f"{', '.join(missing)}; check power, cabling and ids"
             )
+        if self.config.configure_on_connect if configure_servos is None else configure_servos:
+            try:
+                configure(self.bus, self._cal, self.config.servo_settings)
+            except HardwareError:
+                self.bus.disconnect()
+                raise
+            self._torque = {n: False for n in self._cal.names}  # configure switched it off
 
     def disconnect(self, torque_off: bool = False) -> None:
         """Close the port.  ``torque_off`` first releases the servos (the arm will sag)."""
@@ -295,6 +316,13 @@ class FeetechArm:
         self.bus.sync_write_register(STS3215.TORQUE_ENABLE, ids)
         for n in names:
             self._torque[n] = enabled
+
+    def read_current_a(self, joint: str) -> float:
+        """One servo's Present_Current in amperes (6.5 mA a unit; outside the state block,
+        so read on its own, one servo at a time, by the health monitor)."""
+        cal = self._require()
+        raw = self.bus.read_register(cal.joint(joint).servo_id, STS3215.PRESENT_CURRENT)
+        return abs(raw) * CURRENT_A_PER_UNIT
 
     def ping(self, joint: str) -> None:
         cal = self._require()

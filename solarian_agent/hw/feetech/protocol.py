@@ -78,8 +78,15 @@ class STS3215:
     MAX_TEMPERATURE = Register("max_temperature", 13, 1)
     MAX_VOLTAGE = Register("max_voltage", 14, 1)
     MIN_VOLTAGE = Register("min_voltage", 15, 1)
+    MAX_TORQUE_LIMIT = Register("max_torque_limit", 16, 2)  # 0.1 % of stall torque
+    P_COEFFICIENT = Register("p_coefficient", 21, 1)
+    D_COEFFICIENT = Register("d_coefficient", 22, 1)
+    I_COEFFICIENT = Register("i_coefficient", 23, 1)
+    PROTECTION_CURRENT = Register("protection_current", 28, 2)  # 6.5 mA units
     HOMING_OFFSET = Register("homing_offset", 31, 2, sign_bit=11)
     OPERATING_MODE = Register("operating_mode", 33, 1)
+    PROTECTION_TIME = Register("protection_time", 35, 1)  # 10 ms units
+    OVERLOAD_TORQUE = Register("overload_torque", 36, 1)  # % of the torque limit
     TORQUE_ENABLE = Register("torque_enable", 40, 1)
     ACCELERATION = Register("acceleration", 41, 1)
     GOAL_POSITION = Register("goal_position", 42, 2, sign_bit=15)
@@ -95,6 +102,10 @@ class STS3215:
     STATUS = Register("status", 65, 1, writable=False)
     MOVING = Register("moving", 66, 1, writable=False)
     PRESENT_CURRENT = Register("present_current", 69, 2, writable=False, sign_bit=15)
+
+    # Registers below this address live in EEPROM: kept across power cycles, and written only
+    # while LOCK is 0 (a locked servo acknowledges the write and keeps its old value).
+    EEPROM_END = 40
 
     # One contiguous block 56..66 gives everything the control loop reads each tick.
     STATE_BLOCK_START = 56

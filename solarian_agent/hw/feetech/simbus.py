@@ -27,6 +27,19 @@ Everything the host sent is kept (``frames()``, ``goal_writes()``) so tests can 
 reached the wire.  The answering thread waits with bounded ``select`` timeouts and stops on
 ``stop()``; an exception while answering is recorded in ``errors`` and never ends the thread.
 
+The servos are as strict as STS3215s: a goal outside Min/Max_Position_Limit (registers 9
+and 11) is clipped to the limit; EEPROM writes (addresses below 40) while Lock (55) is 1 are
+acknowledged and ignored; each status packet waits Return_Delay_Time × 2 µs (the factory's
+250: 500 µs) before it is sent; the reported position stays in 0..4095 (multi-turn off).
+Load heats a servo toward ``ambient + heat_c_at_full_load × load`` with time constant
+``thermal_tau_s``; at Max_Temperature_Limit (13) it sets the overheat flag and drops torque,
+and a load above Overload_Torque (36, % of Torque_Limit) for Protection_Time (35, 10 ms
+units) sets the overload flag and drops torque, as the servo's own protection does (writing
+torque on again clears the overload flag).  The supply sags under the bus's total load
+(``sag_dv_at_full_load`` decivolts per servo at full load).  ``obstruct(id, below, above)``
+puts something in a servo's way (a table, a stalled jaw); ``refuse(id, address)`` makes one
+ignore writes to a register (a faulty servo).
+
 Physics time comes from the passed ``clock`` (default: the system clock); pass a
 ``FakeClock`` to move servos only when the test says so, or ``speed_ticks_per_s=None`` to make
 servos reach their goal instantly.
@@ -34,6 +47,7 @@ servos reach their goal instantly.
 
 from __future__ import annotations
 
+import math
 import os
 import select
 import termios
@@ -53,6 +67,24 @@ _TCGETS2 = 0x802C542A  # Linux: _IOR('T', 0x2A, struct termios2)
 _SPEEDS = {getattr(termios, f"B{b}"): b for b in (*P.BAUD_RATES, 9600)
            if hasattr(termios, f"B{b}")}
 MAX_FRAMES_KEPT = 100_000  # about 15 minutes of a 50 Hz control loop
+FULL_LOAD_CURRENT_UNITS = 300  # Present_Current at full load: about 2 A in 6.5 mA units
+# registers as a new STS3215 comes from the factory (those the simulation acts on)
+_FACTORY: dict[P.Register, int] = {
+    STS3215.RETURN_DELAY: 250, STS3215.MAX_TEMPERATURE: 70, STS3215.MAX_VOLTAGE: 140,
+    STS3215.MIN_VOLTAGE: 40, STS3215.MAX_TORQUE_LIMIT: 1000, STS3215.P_COEFFICIENT: 32,
+    STS3215.D_COEFFICIENT: 32, STS3215.I_COEFFICIENT: 0, STS3215.PROTECTION_CURRENT: 500,
+    STS3215.PROTECTION_TIME: 200, STS3215.OVERLOAD_TORQUE: 80, STS3215.TORQUE_LIMIT: 1000,
+}
+
+
+@dataclass(frozen=True)
+class Thermal:
+    """How load heats a simulated servo (and the supply's sag under load)."""
+
+    ambient_c: float = 30.0
+    heat_c_at_full_load: float = 80.0  # steady-state rise at full load
+    tau_s: float = 30.0  # thermal time constant: a stall is too hot within a minute
+    sag_dv_at_full_load: float = 5.0  # supply drop per servo at full load (decivolts)
 
 
 @dataclass
@@ -69,8 +101,13 @@ class SimServo:
     servo_id: int
     position: float = 2048.0
     voltage_dv: int = 74  # decivolts: 7.4 V (SO-101 7.4 V servos; 12 V versions read 120)
-    temperature_c: int = 30
-    error_flags: int = 0
+    temperature_c: float = 30.0
+    error_flags: int = 0  # set by tests (set_error_flags)
+    trip_flags: int = 0  # set by the servo's own protection (overheat, overload)
+    sag_dv: int = 0  # supply sag under the bus's load
+    overload_s: float = 0.0  # how long the load has been above Overload_Torque
+    obstacle: tuple[float | None, float | None] = (None, None)  # physical ticks
+    refused: set[int] = field(default_factory=set)  # addresses that ignore writes
     mem: bytearray = field(default_factory=lambda: bytearray(256))
     faults: list[_Fault] = field(default_factory=list)
     pending: tuple[int, bytes] | None = None  # REG_WRITE waiting for ACTION
@@ -83,6 +120,8 @@ class SimServo:
             P.encode_value(0, 2)
         self.mem[STS3215.MAX_POSITION_LIMIT.address:STS3215.MAX_POSITION_LIMIT.address + 2] = \
             P.encode_value(P.MAX_TICK, 2)
+        for reg, value in _FACTORY.items():
+            self.mem[reg.address:reg.address + reg.size] = P.encode_value(value, reg.size)
         self.set_goal(int(round(self.position)))
         self.speed = 0.0
         self.load = 0
@@ -115,18 +154,60 @@ class SimServo:
     def set_goal(self, raw: int) -> None:
         self.mem[42:44] = P.encode_value(raw, 2, STS3215.GOAL_POSITION.sign_bit)
 
-    def advance(self, dt: float, speed_tps: float | None) -> None:
+    def reg(self, reg: P.Register) -> int:
+        return P.decode_value(bytes(self.mem[reg.address:reg.address + reg.size]),
+                              reg.sign_bit)
+
+    def position_limits(self) -> tuple[int, int]:
+        """Min/Max_Position_Limit in reported ticks (both 0: no limit, as on the servo)."""
+        lo, hi = self.reg(STS3215.MIN_POSITION_LIMIT), self.reg(STS3215.MAX_POSITION_LIMIT)
+        return (0, P.MAX_TICK) if lo == hi == 0 else (lo, hi)
+
+    def advance(self, dt: float, speed_tps: float | None, heat: Thermal | None = None
+                ) -> None:
         if not self.torque or dt <= 0:
             self.speed = 0.0
             self.load = 0
-            return
-        target = float(min(P.MAX_TICK, max(0, self.goal)) + self.homing_offset)
-        err = target - self.position
-        step = abs(err) if speed_tps is None else min(abs(err), speed_tps * dt)
-        moved = step if err >= 0 else -step
-        self.position += moved
-        self.speed = moved / dt
-        self.load = int(min(1000, abs(target - self.position) * 4 + 30))
+        else:
+            lo, hi = self.position_limits()
+            target = float(min(hi, max(lo, min(P.MAX_TICK, max(0, self.goal))))
+                           + self.homing_offset)
+            err = target - self.position
+            step = abs(err) if speed_tps is None else min(abs(err), speed_tps * dt)
+            before = self.position
+            self.position += step if err >= 0 else -step
+            below, above = self.obstacle
+            if below is not None:
+                self.position = max(below, self.position)
+            if above is not None:
+                self.position = min(above, self.position)
+            self.speed = (self.position - before) / dt
+            # effort grows with the distance still to go, up to the torque limit
+            self.load = int(min(self.reg(STS3215.TORQUE_LIMIT),
+                                abs(target - self.position) * 4 + 30))
+        if heat is not None and dt > 0:
+            self._protect(dt, heat)
+
+    def _protect(self, dt: float, heat: Thermal) -> None:
+        """Heating under load and the servo's own overheat / overload protection."""
+        t_eq = heat.ambient_c + heat.heat_c_at_full_load * abs(self.load) / 1000.0
+        self.temperature_c += (t_eq - self.temperature_c) * (1.0 - math.exp(-dt / heat.tau_s))
+        if self.temperature_c >= self.mem[STS3215.MAX_TEMPERATURE.address]:
+            self._trip(0x04)
+        elif self.trip_flags & 0x04:
+            self.trip_flags &= ~0x04  # cooled below the limit
+        limit = self.reg(STS3215.TORQUE_LIMIT) * self.mem[STS3215.OVERLOAD_TORQUE.address] / 100
+        if self.torque and abs(self.load) >= limit:
+            self.overload_s += dt
+            if self.overload_s >= self.mem[STS3215.PROTECTION_TIME.address] * 0.01:
+                self._trip(0x20)
+        else:
+            self.overload_s = 0.0
+
+    def _trip(self, flag: int) -> None:
+        self.trip_flags |= flag
+        self.mem[STS3215.TORQUE_ENABLE.address] = 0
+        self.speed, self.load, self.overload_s = 0.0, 0, 0.0
 
     def refresh_registers(self) -> None:
         m = self.mem
@@ -136,16 +217,23 @@ class SimServo:
         m[58:60] = P.encode_value(spd, 2, 15)
         load = int(max(-1023, min(1023, self.load)))
         m[60:62] = P.encode_value(load, 2, 10)
-        m[62] = self.voltage_dv & 0xFF
-        m[63] = self.temperature_c & 0xFF
-        m[65] = self.error_flags & 0xFF
+        m[62] = max(0, self.voltage_dv - self.sag_dv) & 0xFF
+        m[63] = int(round(self.temperature_c)) & 0xFF
+        m[65] = (self.error_flags | self.trip_flags) & 0xFF
         m[66] = 1 if abs(self.goal - pos) > 1 and self.torque else 0
+        m[69:71] = P.encode_value(round(abs(self.load) * FULL_LOAD_CURRENT_UNITS / 1000), 2)
 
     def write_mem(self, address: int, data: bytes) -> None:
         for k, b in enumerate(data):
             a = address + k
             if 56 <= a <= 70 or a in (0, 1, 2, 3, 4):  # read-only: a real servo ignores it
                 continue
+            if a < STS3215.EEPROM_END and self.mem[STS3215.LOCK.address]:
+                continue  # EEPROM while locked: acknowledged, not taken
+            if a in self.refused:
+                continue
+            if a == STS3215.TORQUE_ENABLE.address and b:
+                self.trip_flags &= ~0x20  # torque on again clears an overload trip
             if a < 256:
                 self.mem[a] = b
 
@@ -160,8 +248,10 @@ class SimulatedBus:
         speed_ticks_per_s: float | None = 3400.0,
         initial_position: int | dict[int, int] = 2048,
         poll_s: float = 0.05,
+        thermal: Thermal | None = Thermal(),
     ) -> None:
         self.clock = clock or SystemClock()
+        self.thermal = thermal
         self.speed_ticks_per_s = speed_ticks_per_s
         self.poll_s = poll_s
         self.servos: dict[int, SimServo] = {}
@@ -272,6 +362,28 @@ class SimulatedBus:
         except (OSError, ValueError, struct.error):
             return None
 
+    def obstruct(self, servo_id: int, below: float | None = None,
+                 above: float | None = None) -> None:
+        """Something in the way: the servo cannot go below / above these reported ticks
+        (None: free that side).  Pushing against it loads and heats the servo."""
+        with self._lock:
+            s = self.servos[servo_id]
+            off = s.homing_offset
+            s.obstacle = (None if below is None else below + off,
+                          None if above is None else above + off)
+
+    def refuse(self, servo_id: int, address: int) -> None:
+        """The servo acknowledges writes to ``address`` and keeps its old value."""
+        with self._lock:
+            self.servos[servo_id].refused.add(address)
+
+    def register(self, servo_id: int, reg: P.Register) -> int:
+        """A register's value as the servo holds it."""
+        with self._lock:
+            s = self.servos[servo_id]
+            s.refresh_registers()
+            return s.reg(reg)
+
     def set_position(self, servo_id: int, raw: float) -> None:
         """Move a servo by hand (as a person does with torque off)."""
         with self._lock:
@@ -345,7 +457,12 @@ class SimulatedBus:
         now = self.clock.now()
         dt, self._last_t = now - self._last_t, now
         for s in self.servos.values():
-            s.advance(dt, self.speed_ticks_per_s)
+            s.advance(dt, self.speed_ticks_per_s, self.thermal)
+        if self.thermal is not None:
+            total = sum(abs(s.load) for s in self.servos.values()) / 1000.0
+            sag = int(self.thermal.sag_dv_at_full_load * total)
+            for s in self.servos.values():
+                s.sag_dv = sag
 
     def _handle(self, frame: bytes) -> None:
         with self._cond:
@@ -441,6 +558,9 @@ class SimulatedBus:
                         f.remaining -= 1
                     break
             servo.faults[:] = [f for f in servo.faults if f.remaining is None or f.remaining > 0]
+        delay = servo.mem[STS3215.RETURN_DELAY.address] * 2e-6
+        if delay and self._stop.wait(delay):  # the servo's return delay, before it answers
+            return
         if fault is not None:
             if fault.kind == "no_answer":
                 return

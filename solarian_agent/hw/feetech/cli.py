@@ -22,7 +22,7 @@ from pathlib import Path
 
 from solarian_agent.core.errors import ConfigError
 from solarian_agent.hw.errors import HardwareError, ServoTimeoutError
-from solarian_agent.hw.feetech import lerobot, setup_tools
+from solarian_agent.hw.feetech import lerobot, servo_config, setup_tools
 from solarian_agent.hw.feetech.arm import FeetechArm, FeetechArmConfig, default_arm_config
 from solarian_agent.hw.feetech.bus import FeetechBus
 from solarian_agent.hw.feetech.calibration import (
@@ -63,7 +63,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="import-lerobot: LeRobot's robot type (default so101_follower)")
     ap.add_argument("--write-offsets", action="store_true",
                     help="import-lerobot: write the file's homing offsets into the servos")
-    ap.add_argument("--dry-run", action="store_true", help="import-lerobot: only compare")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="setup-motors / calibrate: print what would be written to the "
+                         "servos, write nothing; import-lerobot: only compare")
     ap.add_argument("--leader-port", help="teleop: the leader arm's serial port")
     ap.add_argument("--leader-sim", action="store_true", help="teleop: a simulated leader")
     ap.add_argument("--leader-calibration", default="",
@@ -98,8 +100,21 @@ def _calibration_file(args: argparse.Namespace) -> Path:
     return Path(args.calibration) if args.calibration else default_arm_config()
 
 
+def _settings(args: argparse.Namespace) -> servo_config.ServoSettings:
+    """The calibration file's ``arm.servo_settings`` (defaults when there is no file)."""
+    path = _calibration_file(args)
+    if args.sim or not path.is_file():
+        return servo_config.ServoSettings()
+    return FeetechArmConfig.from_yaml(path).servo_settings
+
+
+def _print_plan(writes: list[servo_config.RegisterWrite]) -> None:
+    print(format_table(["joint", "id", "register", "addr", "value", "why"],
+                       servo_config.plan_rows(writes), right=(1, 3, 4)))
+
+
 def _arm(args: argparse.Namespace, stack: ExitStack, check_ids: bool = True,
-         new_file_ok: bool = False) -> FeetechArm:
+         new_file_ok: bool = False, configure: bool = True) -> FeetechArm:
     """The arm on its port with its calibration file (``new_file_ok``: a file that does not
     exist yet starts from the nominal SO-101 values, for ``calibrate``)."""
     path = _calibration_file(args)
@@ -113,7 +128,9 @@ def _arm(args: argparse.Namespace, stack: ExitStack, check_ids: bool = True,
     else:
         cal = ArmCalibration.load(path)
     arm = FeetechArm(FeetechArmConfig(port=port, baudrate=args.baudrate,
-                                      calibration_file=str(path)), calibration=cal)
+                                      calibration_file=str(path),
+                                      servo_settings=_settings(args),
+                                      configure_on_connect=configure), calibration=cal)
     arm.connect(check_ids=check_ids)
     stack.callback(arm.disconnect)
     return arm
@@ -133,6 +150,14 @@ def _find_port(args: argparse.Namespace, stack: ExitStack) -> int:
 
 def _setup_motors(args: argparse.Namespace, stack: ExitStack) -> int:
     joints = args.joint or list(reversed(SO101_JOINTS))
+    path = _calibration_file(args)
+    cal = ArmCalibration.load(path) if path.is_file() and not args.sim else default_so101()
+    settings = _settings(args)
+    if args.dry_run:
+        print("dry run: each servo would get its id and baud rate, then:")
+        _print_plan(servo_config.plan(cal, settings, joints))
+        print("dry run: nothing written")
+        return 0
     sim = stack.enter_context(SimulatedBus(ids=())) if args.sim else None
     port = sim.port_name if sim is not None else args.port
     rows = []
@@ -150,6 +175,12 @@ def _setup_motors(args: argparse.Namespace, stack: ExitStack) -> int:
             rows.append([joint, "", "", target, args.baudrate, "skipped"])
             continue
         res = setup_tools.setup_motor(port, joint, target, args.baudrate)
+        bus = FeetechBus(port, args.baudrate)
+        bus.connect()
+        try:
+            servo_config.configure(bus, cal.with_ids({joint: target}), settings, [joint])
+        finally:
+            bus.disconnect()
         model = "STS3215" if res.model_number == 777 else f"model {res.model_number}"
         rows.append([joint, res.old_id, res.old_baudrate, res.servo_id, res.baudrate,
                      f"answers as id {res.servo_id} ({model})"])
@@ -197,13 +228,23 @@ def _ping(args: argparse.Namespace, stack: ExitStack) -> int:
 def _calibrate(args: argparse.Namespace, stack: ExitStack) -> int:
     from solarian_agent.hw.feetech.terminal import TerminalCalibrationUI
 
-    arm = _arm(args, stack, new_file_ok=True)
+    arm = _arm(args, stack, new_file_ok=True, configure=not args.dry_run)
     path = _calibration_file(args)
     new = run_guided_calibration(arm.read_raw_positions, TerminalCalibrationUI(),
                                  base=arm.calibration, set_torque=arm.set_torque)
+    writes = servo_config.plan(new, arm.config.servo_settings)
+    print("\ndry run: the new calibration would be written to the servos as:" if args.dry_run
+          else "\nwriting into the servos:")
+    _print_plan(writes)
+    if args.dry_run:
+        print("dry run: nothing written, nothing saved")
+        return 0
     out = path if not args.sim else Path("/dev/stdout")
     new.save(out, settings=None if not args.sim else {})
     print(f"\nsaved {out}")
+    servo_config.configure(arm.bus, new, arm.config.servo_settings)
+    print(f"wrote {len(writes)} settings into the servos (the new limits among them); "
+          "each read back and verified")
     return 0
 
 

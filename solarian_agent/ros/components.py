@@ -133,6 +133,7 @@ class ArmCore:
         from ..hw.feetech.arm import FeetechArm, FeetechArmConfig
         from ..hw.feetech.calibration import ArmCalibration, default_so101
         from ..hw.feetech.controller import ArmController, ArmControllerConfig
+        from ..hw.feetech.health import HealthConfig, HealthMonitor
 
         cfg = FeetechArmConfig.from_yaml(self.arm_config)
         cal = None
@@ -157,9 +158,18 @@ class ArmCore:
             arm, self.clock, ArmControllerConfig(rate_hz=cfg.rate_hz,
                                                  command_timeout_s=self.command_timeout_s,
                                                  estop_action=self.estop_action,
-                                                 enable_torque_on_start=False))
+                                                 enable_torque_on_start=False),
+            on_event=self._on_arm_event,
+            health=HealthMonitor(HealthConfig.from_yaml(cfg.calibration_file),
+                                 read_current=arm.read_current_a))
         if self._carried_estop is not None:
             self.controller.estop(self._carried_estop)
+
+    def _on_arm_event(self, kind: str, detail: dict[str, Any]) -> None:
+        """Derating is announced as an operator event (``arm_derate``, with its reason), so
+        the operator and the planner learn why the arm slowed; the e-stop has its own."""
+        if kind == "derate":
+            self._op.publish(OperatorEvent("arm_derate", dict(detail), self.clock.now()))
 
     @property
     def bus_lost(self) -> bool:
@@ -268,11 +278,19 @@ def arm_diagnostics(reading: Any, stamp: float) -> dict[str, Any]:
                           "watchdog_expired": d.watchdog_expired,
                           "consecutive_faults": d.consecutive_faults,
                           **{f"bus.{k}": v for k, v in d.bus.items()}}}]
+    health = {h.joint: h for h in getattr(d, "health", ())}
     for s in d.servos:
-        status.append({"name": f"arm/{s.joint}", "level": levels.get(s.level, 2),
-                       "message": s.message, "hardware_id": f"servo {s.servo_id}",
+        h = health.get(s.joint)
+        level = max(levels.get(s.level, 2), levels.get(h.level, 2) if h else 0)
+        message = s.message if h is None else (
+            h.message if s.message == "ok" else f"{s.message}; {h.message}")
+        status.append({"name": f"arm/{s.joint}", "level": level,
+                       "message": message, "hardware_id": f"servo {s.servo_id}",
                        "values": {"voltage_v": s.voltage_v, "temperature_c": s.temperature_c,
-                                  "load": s.load, "moving": s.moving}})
+                                  "load": s.load, "moving": s.moving,
+                                  **(h.values if h else {})}})
+    if getattr(d, "speed_factor", 1.0) < 1.0:
+        status[0]["values"]["speed_factor"] = d.speed_factor
     return {"stamp": stamp, "status": status}
 
 

@@ -32,6 +32,7 @@ from solarian_agent.hw.feetech import (
 )
 from solarian_agent.hw.feetech.arm import ArmState
 from solarian_agent.hw.feetech.controller import ArmReading
+from solarian_agent.hw.feetech.protocol import STS3215
 from solarian_agent.hw.feetech.simbus import SimulatedBus
 
 
@@ -141,6 +142,8 @@ def test_servo_flags_and_heat_trip_the_estop(sim: SimulatedBus, arm: FeetechArm)
     assert sv["elbow_flex"].level == "error"
     sim.set_error_flags(3, 0)
     ctl.reset_estop()
+    # the servo's own cut-out set above the controller's limit: the controller's acts alone
+    sim.servos[5].mem[STS3215.MAX_TEMPERATURE.address] = 80
     sim.servos[5].temperature_c = 60
     r = tick(ctl, clock)
     assert not r.estop and {s.joint: s for s in r.diagnostics.servos}["wrist_roll"].level \
@@ -1041,6 +1044,8 @@ def test_a_servo_exactly_at_the_temperature_limit_trips_the_estop(sim: Simulated
                                                                   arm: FeetechArm) -> None:
     ctl, clock, events = make(arm)
     ctl.step()
+    # the servo's own cut-out set above the controller's limit: the controller's acts alone
+    sim.servos[5].mem[STS3215.MAX_TEMPERATURE.address] = 80
     sim.servos[5].temperature_c = 69
     r = tick(ctl, clock)
     assert r.mode == "holding" and not r.estop and r.faults == ()

@@ -55,6 +55,7 @@ from solarian_agent.core.messages import JointState
 from solarian_agent.hw.errors import HardwareError
 from solarian_agent.hw.feetech.arm import ArmState
 from solarian_agent.hw.feetech.calibration import GRIPPER
+from solarian_agent.hw.feetech.health import HealthMonitor, HealthReport, ServoHealth
 
 ESTOP_ACTIONS = ("hold", "torque_off")
 EventCallback = Callable[[str, dict[str, Any]], None]
@@ -136,6 +137,8 @@ class ArmDiagnostics:
     watchdog_expired: bool = True
     consecutive_faults: int = 0
     bus: dict[str, Any] = field(default_factory=dict)
+    health: tuple[ServoHealth, ...] = ()  # each servo's values beside its limits
+    speed_factor: float = 1.0  # < 1: derating, see health.py
 
 
 @dataclass(frozen=True)
@@ -180,10 +183,12 @@ class ArmController:
         config: ArmControllerConfig | None = None,
         on_event: EventCallback | None = None,
         workspace: WorkspaceGuard | None | bool = True,
+        health: HealthMonitor | None = None,
     ) -> None:
         """``workspace``: the tip's workspace box checked through forward kinematics on every
         target and every step (True: the default box over the URDF model; False: off, for
-        tests of the joint layer alone)."""
+        tests of the joint layer alone).  ``health``: servo health and derating (None: none;
+        the arm's speed is then never scaled)."""
         self.arm = arm
         self.clock = clock
         self.config = config or ArmControllerConfig()
@@ -193,6 +198,8 @@ class ArmController:
 
             workspace = workspace_guard()
         self.guard: WorkspaceGuard | None = workspace or None
+        self.health = health
+        self._health: HealthReport | None = None
         self.latch = EStopLatch()
         self.watchdog = CommandWatchdog(self.config.command_timeout_s, clock)
         self._on_event = on_event
@@ -332,6 +339,11 @@ class ArmController:
                     self._try_torque(False, faults)
             return self._reading(now, None, "fault", {}, faults)
         self._consecutive_faults = 0
+        if self.health is not None:
+            self._health = self.health.update(state)
+            said = self.health.announce(self._health)
+            if said is not None:
+                self._event("derate", said)
 
         if cfg.trip_on_servo_flags:
             for f in state.faults:
@@ -405,13 +417,16 @@ class ArmController:
             return self._reading(now, state, "holding", written, faults)
 
         # moving: from the last goal, kept close to where the arm really is
+        # derating: a servo near its temperature limit slows the whole arm and shortens the
+        # lead, so a blocked joint also pushes less (health.py)
+        slow = 1.0 if self._health is None else self._health.speed_factor
         lim = self.limits.as_dict()
         base: dict[str, float] = {}
         for n, present in state.positions.items():
-            lead = lim[n].max_velocity * cfg.lead_time_s
+            lead = lim[n].max_velocity * cfg.lead_time_s * slow
             g = last_goal.get(n, present)
             base[n] = min(present + lead, max(present - lead, g))
-        stepped = clamp_target(self.limits, base, target, dt, vmax)
+        stepped = clamp_target(self.limits, base, target, dt * slow, vmax)
         goal = {n: stepped.get(n, last_goal.get(n, hold.get(n, base[n])))
                 for n in state.positions}
         if self.guard is not None and all(j in goal for j in self.guard.joints):
@@ -580,6 +595,8 @@ class ArmController:
             level=level, message="; ".join(parts) or "ok", servos=tuple(servos), estop=estop,
             estop_reason=reason, watchdog_expired=self.watchdog.expired(),
             consecutive_faults=self._consecutive_faults, bus=stats,
+            health=() if self._health is None or state is None else self._health.servos,
+            speed_factor=1.0 if self._health is None else self._health.speed_factor,
         )
 
 

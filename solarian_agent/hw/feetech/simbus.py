@@ -165,10 +165,10 @@ class SimServo:
 
     def advance(self, dt: float, speed_tps: float | None, heat: Thermal | None = None
                 ) -> None:
-        if not self.torque or dt <= 0:
+        if not self.torque:
             self.speed = 0.0
             self.load = 0
-        else:
+        elif dt > 0:  # no time passed (frames within one instant): nothing changes
             lo, hi = self.position_limits()
             target = float(min(hi, max(lo, min(P.MAX_TICK, max(0, self.goal))))
                            + self.homing_offset)
@@ -549,7 +549,7 @@ class SimulatedBus:
 
     def _answer(self, servo: SimServo, params: bytes, reply_id: int) -> None:
         with self._lock:
-            reply = P.status_packet(reply_id, servo.error_flags, params)
+            reply = P.status_packet(reply_id, servo.error_flags | servo.trip_flags, params)
             fault = None
             for f in servo.faults:
                 if f.remaining is None or f.remaining > 0:

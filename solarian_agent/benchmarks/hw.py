@@ -5,7 +5,9 @@ block the controller reads), write latency (SYNC_WRITE of goals), one control st
 rate ``ArmController.run`` holds at its configured 50 Hz.  The baseline column is the
 physical reference: the time the same frames occupy a 1 Mbps wire (8N1, 10 bits a byte),
 computed from the actual frame sizes; a real bus adds servo return delay and USB latency.
-The pty has no baud rate, so its figures are the software's own cost.
+The pty has no baud rate, so its figures are the software's own cost.  The rows "with
+health reads" run the controller with its ``HealthMonitor`` (one Present_Current READ of one
+servo per tick); their baseline is the same figure without it, measured in the same run.
 
     solarian-agent bench hw
 """
@@ -27,6 +29,7 @@ from solarian_agent.hw.feetech import (
     default_so101,
 )
 from solarian_agent.hw.feetech import protocol as P
+from solarian_agent.hw.feetech.health import HealthMonitor
 from solarian_agent.hw.feetech.protocol import STS3215
 from solarian_agent.hw.feetech.simbus import SimulatedBus
 
@@ -92,16 +95,32 @@ def run(iterations: int = 500, loop_seconds: float = 1.0, quick: bool = False
             row("max loop rate (1 / mean step)", 1.0 / statistics.mean(step), "Hz",
                 1.0 / (wire_state + wire_write))
 
-            ctl2 = ArmController(arm, SystemClock(), ArmControllerConfig(rate_hz=50.0))
-            stop = threading.Event()
-            t = threading.Thread(target=ctl2.run, args=(stop,), daemon=True)
-            t0 = time.perf_counter()
-            t.start()
-            stop.wait(loop_seconds)
-            stop.set()
-            t.join(timeout=2.0)
-            elapsed = time.perf_counter() - t0
-            row("ArmController.run at 50 Hz, achieved", ctl2.steps / elapsed, "Hz", 50.0)
+            health = HealthMonitor(read_current=arm.read_current_a)
+            ctl_h = ArmController(arm, SystemClock(), ArmControllerConfig(
+                rate_hz=50.0, command_timeout_s=5.0), health=health)
+            ctl_h.step()
+            ctl_h.command({"shoulder_pan": 0.5})
+            step_h = _time(ctl_h.step, iterations)
+            row("control step with health reads, mean", statistics.mean(step_h) * ms, "ms",
+                statistics.mean(step) * ms)
+
+            def loop_rate(with_health: bool) -> float:
+                ctl2 = ArmController(arm, SystemClock(), ArmControllerConfig(rate_hz=50.0),
+                                     health=HealthMonitor(read_current=arm.read_current_a)
+                                     if with_health else None)
+                stop = threading.Event()
+                t = threading.Thread(target=ctl2.run, args=(stop,), daemon=True)
+                t0 = time.perf_counter()
+                t.start()
+                stop.wait(loop_seconds)
+                stop.set()
+                t.join(timeout=2.0)
+                return ctl2.steps / (time.perf_counter() - t0)
+
+            plain = loop_rate(False)
+            row("ArmController.run at 50 Hz, achieved", plain, "Hz", 50.0)
+            row("ArmController.run at 50 Hz with health reads, achieved", loop_rate(True), "Hz",
+                plain)
             row("bus faults during bench", float(bus.stats.faults), "count", 0.0)
         finally:
             arm.disconnect()
@@ -115,7 +134,8 @@ def main() -> None:
     for r in rows:
         b = "" if r["baseline"] is None else f"{r['baseline']:.4g}"
         print(f"{r['name']:<{w}}  {r['value']:>10.4g}  {r['unit']:<6}  {b:>10}")
-    print("baseline: 1 Mbps wire time of the same frames (8N1), from their actual sizes")
+    print("baseline: 1 Mbps wire time of the same frames (8N1), from their actual sizes; "
+          "for the rows with health reads, the same figure without them (same run)")
 
 
 if __name__ == "__main__":

@@ -40,3 +40,10 @@ def test_bench_rows() -> None:
     pos = next(r for r in rows if r["name"] == "sync_read 6 positions, mean")
     assert pos["unit"] == "ms" and pos["baseline"] == pytest.approx(0.62)
     assert all({"name", "value", "unit", "baseline"} <= set(r) for r in rows)
+    by = {r["name"]: r for r in rows}
+    plain = by["ArmController.run at 50 Hz, achieved"]
+    health = by["ArmController.run at 50 Hz with health reads, achieved"]
+    assert health["baseline"] == plain["value"]  # the loop without, from the same run
+    assert health["value"] > 40.0  # health reads do not cost the loop its rate
+    step = by["control step with health reads, mean"]
+    assert step["baseline"] == by["control step (read+clamp+write), mean"]["value"]

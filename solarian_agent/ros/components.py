@@ -133,7 +133,7 @@ class ArmCore:
         from ..hw.feetech.arm import FeetechArm, FeetechArmConfig
         from ..hw.feetech.calibration import ArmCalibration, default_so101
         from ..hw.feetech.controller import ArmController, ArmControllerConfig
-        from ..hw.feetech.health import HealthConfig, HealthMonitor
+        from ..hw.feetech.health import HealthMonitor
 
         cfg = FeetechArmConfig.from_yaml(self.arm_config)
         cal = None
@@ -160,8 +160,7 @@ class ArmCore:
                                                  estop_action=self.estop_action,
                                                  enable_torque_on_start=False),
             on_event=self._on_arm_event,
-            health=HealthMonitor(HealthConfig.from_yaml(cfg.calibration_file),
-                                 read_current=arm.read_current_a))
+            health=HealthMonitor(cfg.health, read_current=arm.read_current_a))
         if self._carried_estop is not None:
             self.controller.estop(self._carried_estop)
 

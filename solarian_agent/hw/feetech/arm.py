@@ -34,6 +34,7 @@ from solarian_agent.hw.feetech.calibration import (
     GRIPPER,
     ArmCalibration,
 )
+from solarian_agent.hw.feetech.health import HealthConfig
 from solarian_agent.hw.feetech.protocol import STS3215
 from solarian_agent.hw.feetech.servo_config import ServoSettings, configure
 
@@ -63,6 +64,7 @@ class FeetechArmConfig:
     retries: int = 2
     servo_settings: ServoSettings = field(default_factory=ServoSettings)
     configure_on_connect: bool = True
+    health: HealthConfig = field(default_factory=HealthConfig)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.rate_hz) and 0 < self.rate_hz <= 1000):
@@ -85,6 +87,7 @@ class FeetechArmConfig:
         kw: dict[str, Any] = {k: data[k] for k in known if k in data}
         kw["servo_settings"] = ServoSettings.from_mapping(data.get("servo_settings"),
                                                           where=f"{where}.servo_settings")
+        kw["health"] = HealthConfig.from_mapping(data.get("health"), where=f"{where}.health")
         try:
             return cls(calibration_file=str(data.get("calibration_file", calibration_file)
                                             or default_arm_config()), **kw)

@@ -19,11 +19,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from solarian_agent.core.errors import ConfigError
 from solarian_agent.hw.errors import HardwareError
-from solarian_agent.hw.feetech.arm import ArmState
+
+if TYPE_CHECKING:  # arm.py holds a HealthConfig: a runtime import would be circular
+    from solarian_agent.hw.feetech.arm import ArmState
 
 CurrentReader = Callable[[str], float]  # joint -> amperes
 

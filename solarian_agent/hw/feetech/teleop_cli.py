@@ -14,6 +14,7 @@ from typing import IO, Any
 from solarian_agent.core.clock import Clock, SystemClock
 from solarian_agent.hw.feetech.arm import FeetechArm
 from solarian_agent.hw.feetech.controller import ArmController, ArmControllerConfig
+from solarian_agent.hw.feetech.health import HealthMonitor
 from solarian_agent.hw.leader import LeaderConfig, LeaderFollower, LeaderStatus
 from solarian_agent.hw.teleop import HELP, KeyboardTeleop, raw_terminal, status_line
 
@@ -26,7 +27,9 @@ LEADER_KEYS = """
 def _controller(arm: FeetechArm, clock: Clock) -> tuple[ArmController, threading.Event,
                                                          threading.Thread]:
     ctl = ArmController(arm, clock, ArmControllerConfig(rate_hz=arm.config.rate_hz,
-                                                        command_timeout_s=2.0))
+                                                        command_timeout_s=2.0),
+                        health=HealthMonitor(arm.config.health,
+                                             read_current=arm.read_current_a))
     ctl.step()  # the first reading (and torque on, holding here) before any key counts
     stop = threading.Event()
     loop = threading.Thread(target=ctl.run, args=(stop,), name="arm-control", daemon=True)

@@ -165,10 +165,13 @@ class ArmCore:
             self.controller.estop(self._carried_estop)
 
     def _on_arm_event(self, kind: str, detail: dict[str, Any]) -> None:
-        """Derating is announced as an operator event (``arm_derate``, with its reason), so
-        the operator and the planner learn why the arm slowed; the e-stop has its own."""
+        """Derating goes to the node's log and, while it lasts, into the arm's diagnostics
+        message with its reason.  Not onto ``operator/events``: every event there advances
+        the executor's generation and stops the running skill, and a slower arm is no reason
+        to abandon a task (a servo that trips latches the e-stop, which is announced there)."""
         if kind == "derate":
-            self._op.publish(OperatorEvent("arm_derate", dict(detail), self.clock.now()))
+            log.warning("arm derating: speed %.0f%%: %s", 100 * detail["speed_factor"],
+                        detail["reason"])
 
     @property
     def bus_lost(self) -> bool:

@@ -174,6 +174,9 @@ def test_diagnostics_show_each_servo_with_its_values_and_limits(hot, clock):
     assert elbow["values"]["temperature_limit_c"] == 70.0
     assert 0.3 < elbow["values"]["speed_factor"] < 1.0
     assert by["arm"]["values"]["speed_factor"] == elbow["values"]["speed_factor"]
+    assert by["arm"]["level"] == 1
+    assert by["arm"]["message"].endswith("derating: elbow_flex (servo 3) at 64 °C: derating "
+                                         "from 60 °C, limit 70 °C; arm speed 72%")
     pan = by["arm/shoulder_pan"]
     assert pan["level"] == 0 and "current_a" in pan["values"]
     assert pan["values"]["current_warn_a"] == 1.5

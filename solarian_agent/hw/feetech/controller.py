@@ -583,12 +583,17 @@ class ArmController:
             levels.append("error")
         if estop:
             levels.append("error")
+        derate = "" if self._health is None or state is None else self._health.reason
+        if derate:
+            levels.append("warn")
         level = _worst(levels)
         parts = []
         if estop:
             parts.append(f"e-stop latched: {reason}")
         parts.extend(faults)
         parts.extend(f"{s.joint}: {s.message}" for s in servos if s.level != "ok")
+        if derate:
+            parts.append(f"derating: {derate}")
         bus = getattr(self.arm, "bus", None)
         stats = dict(vars(bus.stats)) if bus is not None and hasattr(bus, "stats") else {}
         return ArmDiagnostics(

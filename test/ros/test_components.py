@@ -62,6 +62,32 @@ def test_arm_core_lifecycle_on_the_simulated_servo_bus():
     assert arm.controller is None
 
 
+def test_arm_core_a_servo_that_cuts_out_is_an_estop_naming_it():
+    """The simulated servo overheats and drops its torque by itself: the arm node latches the
+    e-stop and announces it with the servo and the cause; /diagnostics says which servo."""
+    core = C.build_arm_core(SystemClock(), simulated_bus=True)
+    arm = core.parts["arm"]
+    ops = core.bus.subscribe(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT)
+    try:
+        arm.configure()
+        assert arm.controller.health is not None  # the node watches servo health
+        arm.activate()
+        arm.step()
+        arm._sim.servos[3].temperature_c = 85.0  # past its own 70 °C cut-out
+        for _ in range(3):
+            arm.step()
+        ev = ops.take()
+        assert ev.kind == "estop"
+        assert ev.detail["reason"].startswith("servo 3 (elbow_flex) reports overheat")
+        assert not arm._sim.torque(3)
+        d = C.arm_diagnostics(arm.controller.latest, 0.0)
+        elbow = next(s for s in d["status"] if s["name"] == "arm/elbow_flex")
+        assert elbow["level"] == 2 and "tripped: overheat" in elbow["message"]
+        assert elbow["values"]["temperature_limit_c"] == 70.0
+    finally:
+        arm.cleanup()
+
+
 def test_camera_core_plays_a_video_file(tmp_path):
     import cv2
 

@@ -12,6 +12,7 @@ from hw_helpers import TIMEOUT_S, settle
 
 from solarian_agent.core.errors import ConfigError
 from solarian_agent.hw.feetech import FeetechArm, FeetechArmConfig, FeetechBus, default_so101
+from solarian_agent.hw.feetech import protocol as P
 from solarian_agent.hw.feetech.arm import default_arm_config
 from solarian_agent.hw.feetech.calibration import ArmCalibration
 from solarian_agent.hw.feetech.cli import main
@@ -65,6 +66,26 @@ def test_connect_writes_and_verifies_every_setting_and_locks_the_eeprom(sim: Sim
         arm.disconnect()
 
 
+def test_a_servo_already_set_up_is_left_alone(sim: SimulatedBus):
+    arm = _arm(sim)
+    arm.connect()
+    arm.set_torque(True)  # holding a pose
+    arm.disconnect()
+    sim.clear_frames()
+    sim.servos[5].mem[STS3215.ACCELERATION.address] = 10  # one value drifted on one servo
+    arm = _arm(sim)
+    arm.connect()
+    try:
+        writes = [P.parse_packet(f) for f in sim.frames() if f[4] == P.Instruction.WRITE]
+        # only wrist_roll: torque off, unlock, its one value, lock; the others keep holding
+        assert [(p.servo_id, p.params[0]) for p in writes] == [
+            (5, 40), (5, 55), (5, STS3215.ACCELERATION.address), (5, 55)]
+        assert sim.torque(1) and not sim.torque(5)
+        assert sim.register(5, STS3215.ACCELERATION) == 254
+    finally:
+        arm.disconnect()
+
+
 def test_a_servo_that_refuses_a_write_is_named_and_the_port_closes(sim: SimulatedBus):
     sim.refuse(3, STS3215.P_COEFFICIENT.address)
     arm = _arm(sim)
@@ -82,7 +103,7 @@ def test_a_silent_servo_during_configuration_is_named(sim: SimulatedBus):
     try:
         sim.inject(2, "no_answer", count=None)
         with pytest.raises(ServoConfigError, match=r"^shoulder_lift \(servo 2\) register "
-                           r"torque_enable \(40\): writing 0 failed: servo 2 did not answer"):
+                           r"return_delay \(7\): reading it failed: servo 2 did not answer"):
             configure(bus, CAL, ServoSettings())
     finally:
         bus.disconnect()

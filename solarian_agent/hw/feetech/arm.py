@@ -195,11 +195,12 @@ class FeetechArm:
             )
         if self.config.configure_on_connect if configure_servos is None else configure_servos:
             try:
-                configure(self.bus, self._cal, self.config.servo_settings)
+                written = configure(self.bus, self._cal, self.config.servo_settings)
             except HardwareError:
                 self.bus.disconnect()
                 raise
-            self._torque = {n: False for n in self._cal.names}  # configure switched it off
+            for w in written:  # a servo written to had its torque switched off
+                self._torque[w.joint] = False
 
     def disconnect(self, torque_off: bool = False) -> None:
         """Close the port.  ``torque_off`` first releases the servos (the arm will sag)."""

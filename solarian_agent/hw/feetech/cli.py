@@ -233,8 +233,8 @@ def _calibrate(args: argparse.Namespace, stack: ExitStack) -> int:
     new = run_guided_calibration(arm.read_raw_positions, TerminalCalibrationUI(),
                                  base=arm.calibration, set_torque=arm.set_torque)
     writes = servo_config.plan(new, arm.config.servo_settings)
-    print("\ndry run: the new calibration would be written to the servos as:" if args.dry_run
-          else "\nwriting into the servos:")
+    print("\ndry run: the servos would be brought to these values:" if args.dry_run
+          else "\nbringing the servos to these values:")
     _print_plan(writes)
     if args.dry_run:
         print("dry run: nothing written, nothing saved")
@@ -242,9 +242,9 @@ def _calibrate(args: argparse.Namespace, stack: ExitStack) -> int:
     out = path if not args.sim else Path("/dev/stdout")
     new.save(out, settings=None if not args.sim else {})
     print(f"\nsaved {out}")
-    servo_config.configure(arm.bus, new, arm.config.servo_settings)
-    print(f"wrote {len(writes)} settings into the servos (the new limits among them); "
-          "each read back and verified")
+    made = servo_config.configure(arm.bus, new, arm.config.servo_settings)
+    print(f"wrote {len(made)} of these {len(writes)} values (the others the servos held "
+          "already); each read back and verified")
     return 0
 
 

@@ -16,8 +16,9 @@ Every connect (``FeetechArm.connect``), ``setup-motors`` and ``calibrate`` write
 - Min/Max_Position_Limit = the calibrated raw range: the servo itself then clips any goal
   outside the range, whatever the software above the bus sends.
 
-EEPROM registers (addresses below 40) take a write only while Lock is 0, so each servo is
-unlocked, written and locked again; torque is switched off first (a servo must not hold
+Each value is read first and a servo already set up is left alone.  EEPROM registers
+(addresses below 40) take a write only while Lock is 0, so a servo that needs writes is
+unlocked, written and locked again; its torque is switched off first (a servo must not hold
 while its limits and gains change under it: the controller brings torque back holding where
 the arm is).  Every value is read back; a servo that kept another value is a
 ``ServoConfigError`` naming the joint, the servo and the register.
@@ -153,30 +154,43 @@ def plan(cal: ArmCalibration, settings: ServoSettings,
 
 def configure(bus: FeetechBus, cal: ArmCalibration, settings: ServoSettings,
               joints: Iterable[str] | None = None) -> list[RegisterWrite]:
-    """Write the plan into the servos (torque off, unlocked, written, locked), then read
-    every value back.  Raises ``ServoConfigError`` naming the first servo and register that
-    failed or kept another value; returns the writes made."""
+    """Bring every servo to the plan and check it: returns the writes that were needed.
+
+    Each value is read first; a servo that already holds all of its values is left alone
+    (no torque off, no EEPROM write: its EEPROM takes a limited number of writes, and an arm
+    holding a pose keeps holding it).  A servo that differs is switched off, unlocked,
+    written, locked, and every value read back.  Raises ``ServoConfigError`` naming the
+    first servo and register that failed or kept another value."""
     writes = plan(cal, settings, joints)
     by_joint: dict[str, list[RegisterWrite]] = {}
     for w in writes:
         by_joint.setdefault(w.joint, []).append(w)
+    made: list[RegisterWrite] = []
     for name, ws in by_joint.items():
         sid = ws[0].servo_id
+        needed = [w for w in ws if _read(bus, w) != w.value]
+        if not needed:
+            continue
         _write(bus, name, sid, STS3215.TORQUE_ENABLE, 0)
         _write(bus, name, sid, STS3215.LOCK, 0)
-        for w in ws:
+        for w in needed:
             _write(bus, name, sid, w.register, w.value)
         _write(bus, name, sid, STS3215.LOCK, 1)
         for w in ws:
-            try:
-                got = bus.read_register(sid, w.register)
-            except BusError as e:
-                raise ServoConfigError(name, sid, w.register, f"reading it back failed: {e}"
-                                       ) from e
+            got = _read(bus, w)
             if got != w.value:
                 raise ServoConfigError(name, sid, w.register,
                                        f"wrote {w.value}, the servo holds {got}")
-    return writes
+        made += needed
+    return made
+
+
+def _read(bus: FeetechBus, w: RegisterWrite) -> int:
+    try:
+        return bus.read_register(w.servo_id, w.register)
+    except BusError as e:
+        raise ServoConfigError(w.joint, w.servo_id, w.register, f"reading it failed: {e}"
+                               ) from e
 
 
 def _write(bus: FeetechBus, joint: str, servo_id: int, reg: Register, value: int) -> None:

@@ -44,6 +44,7 @@ def test_bench_rows() -> None:
     plain = by["ArmController.run at 50 Hz, achieved"]
     health = by["ArmController.run at 50 Hz with health reads, achieved"]
     assert health["baseline"] == plain["value"]  # the loop without, from the same run
-    assert health["value"] > 40.0  # health reads do not cost the loop its rate
+    # health reads do not cost the loop its rate (relative: a loaded machine slows both)
+    assert health["value"] >= 0.8 * plain["value"]
     step = by["control step with health reads, mean"]
     assert step["baseline"] == by["control step (read+clamp+write), mean"]["value"]

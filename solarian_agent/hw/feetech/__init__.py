@@ -3,7 +3,9 @@
 - ``protocol``: packets, checksums, the STS3215 register table (no I/O);
 - ``bus.FeetechBus``: transactions over pyserial with timeouts and bounded retries;
 - ``arm.FeetechArm``: the arm in calibrated joint units; ``calibration``: YAML + guided run;
+- ``servo_config``: what connect writes into each servo (and verifies);
 - ``controller.ArmController``: the fixed-rate loop with clamp, e-stop latch and watchdog;
+- ``health.HealthMonitor``: servo temperature / supply / load / current, and derating;
 - ``simbus.SimulatedBus``: simulated servos on a pseudo-terminal, for tests and demos.
 """
 
@@ -25,10 +27,13 @@ from solarian_agent.hw.feetech.controller import (
     ArmPort,
     ArmReading,
 )
+from solarian_agent.hw.feetech.health import HealthConfig, HealthMonitor
+from solarian_agent.hw.feetech.servo_config import ServoConfigError, ServoSettings
 
 __all__ = [
     "SO101_IDS", "SO101_JOINTS", "ArmCalibration", "ArmController", "ArmControllerConfig",
     "ArmDiagnostics", "ArmPort", "ArmReading", "ArmState", "CalibrationUI", "FeetechArm",
-    "FeetechArmConfig", "FeetechBus", "JointCalibration", "SerialPort", "ServoReading",
-    "StatusReply", "default_so101", "open_serial", "run_guided_calibration",
+    "FeetechArmConfig", "FeetechBus", "HealthConfig", "HealthMonitor", "JointCalibration",
+    "SerialPort", "ServoConfigError", "ServoReading", "ServoSettings", "StatusReply",
+    "default_so101", "open_serial", "run_guided_calibration",
 ]

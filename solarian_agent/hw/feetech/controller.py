@@ -5,8 +5,10 @@ Each ``step()``:
 1. reads the arm (one SYNC_READ: positions, speed, load, voltage, temperature, moving, flags);
    a failed read writes nothing (the arm's state is unknown) and counts a fault;
    ``max_consecutive_faults`` in a row trip the e-stop;
-2. trips the e-stop on servo status flags (voltage, overheat, overload, ...) and on
-   temperatures above ``max_temperature_c``;
+2. trips the e-stop on servo status flags (voltage, overheat, overload, ...: a servo whose
+   own protection cut its torque is named, never a silent limp arm) and on temperatures
+   above ``max_temperature_c``; with a ``HealthMonitor`` (health.py), scales the arm's speed
+   down as a servo nears its temperature limit (derating) and says why;
 3. e-stop latched → applies ``estop_action`` ("hold": goal = where the arm was when it
    tripped, written every tick; "torque_off": torque released) and nothing else moves the arm
    until ``reset_estop()``; the old target is dropped;

@@ -142,6 +142,8 @@ def test_overload_protection_trips_a_stalled_servo_and_the_estop_names_it(clock)
         assert ctl.latch.reason.startswith("servo 3 (elbow_flex) reports overload")
         assert not sim.torque(ELBOW)
         assert sim.register(ELBOW, STS3215.STATUS) & 0x20
+        arm.bus.write_register(ELBOW, STS3215.TORQUE_ENABLE, 1)  # as the servo: on clears it
+        assert sim.register(ELBOW, STS3215.STATUS) == 0
     finally:
         rig.close()
 
@@ -155,6 +157,11 @@ def test_the_supply_sags_under_load_and_recovers(hot, clock):
         clock.advance(0.02)
         v1 = ctl.step().state.servos["wrist_flex"].voltage_v
     assert v0 == 7.4 and v1 < v0
+    sim.obstruct(ELBOW)  # the obstacle gone: the elbow reaches its goal, the load drops
+    for _ in range(5):
+        clock.advance(0.02)
+        v2 = ctl.step().state.servos["wrist_flex"].voltage_v
+    assert v2 == 7.4
 
 
 def test_diagnostics_show_each_servo_with_its_values_and_limits(hot, clock):

@@ -147,6 +147,16 @@ def find_quotes(text: str) -> list[tuple[str, str]]:
     return [(m.group(1), _UNESCAPE.sub(one, m.group(2))) for m in _QUOTE.finditer(text)]
 
 
+PLANNER = "planner"
+
+
+def planner_wrote(text: object, cap: int = 300) -> str:
+    """A string the planner model wrote (a timer note, a pin name, a plan step, an id it
+    named), echoed back into a tool result or a later request: quoted with its source like
+    any outside text, so it can never read as the operator (or as the harness) speaking."""
+    return quote(PLANNER, text, cap)
+
+
 def operator_message(text: str) -> str:
     """How an operator's message reads in the planner's news."""
     return OPERATOR_PREFIX + quote(OPERATOR, text, OPERATOR_CAP)
@@ -171,6 +181,6 @@ DATA_INSTRUCTIONS = f"""\
 """
 
 __all__ = ["CLOSE", "DATA_INSTRUCTIONS", "OPEN", "OPERATOR", "OPERATOR_CAP", "OPERATOR_PREFIX",
-           "TASK_PREFIX", "TerminalWriter", "clean", "clean_reply", "clean_value",
-           "find_quotes", "for_terminal", "indented", "one_line", "operator_message", "quote",
-           "quote_prefix"]
+           "PLANNER", "TASK_PREFIX", "TerminalWriter", "clean", "clean_reply", "clean_value",
+           "find_quotes", "for_terminal", "indented", "one_line", "operator_message",
+           "planner_wrote", "quote", "quote_prefix"]

@@ -174,7 +174,8 @@ class AnthropicProvider(HTTPModelProvider):
     # ------------------------------------------------------------------ transport
     def _send(self, params: dict[str, Any], timeout_s: float, deadline: float) -> Any:
         if not self.stream:
-            return to_plain(self._client.messages.create(**params, timeout=timeout_s))
+            return self._read_json(self._client.messages.with_streaming_response.create(
+                **params, timeout=timeout_s), deadline)
         stream = self._client.messages.create(**params, stream=True, timeout=timeout_s)
         try:
             return self._accumulate(stream, deadline)

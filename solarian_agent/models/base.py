@@ -127,7 +127,7 @@ class ModelReply:
 
 ErrorKind = Literal[
     "rate_limited", "server", "timeout", "connection", "malformed", "refusal", "empty",
-    "auth", "config", "bad_request",
+    "auth", "config", "bad_request", "cancelled",
 ]
 RETRYABLE: frozenset[str] = frozenset({"rate_limited", "server", "timeout", "connection"})
 

@@ -330,6 +330,9 @@ def _kind_for_status(status: int, body: Any) -> str:
 # --------------------------------------------------------------------------- the base class
 
 
+MAX_REPLY_BYTES = 64 * 1024 * 1024  # a non-streamed reply body larger than this is refused
+
+
 class HTTPModelProvider:
     """The call skeleton of a provider that talks to a model service through an SDK client.
 
@@ -360,6 +363,7 @@ class HTTPModelProvider:
         image_limits: ImageLimits | None = None,
         retry_policy: RetryPolicy | None = None,
         client: Any = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if purpose not in PURPOSES:
             raise ValueError(f"purpose must be one of {PURPOSES}, not {purpose!r}")
@@ -377,6 +381,7 @@ class HTTPModelProvider:
         self.retry_policy = dataclasses.replace(
             policy, max_retries=0 if purpose == "vision" else max_retries)
         self._sleep = sleep
+        self._clock = clock
         self._rng = rng or random.Random()
         self._secrets: tuple[str, ...] = (api_key,) if api_key else ()
         self._client = client if client is not None else self._make_client(api_key, base_url)
@@ -399,20 +404,24 @@ class HTTPModelProvider:
 
     # -- the call
     def complete(self, request: ModelRequest, *, timeout_s: float | None = None) -> ModelReply:
-        """One model call: a timeout on every attempt, bounded retries, latency measured.
+        """One model call: one deadline, ``timeout_s`` from now, for the whole call (every
+        attempt, every wait between them, every byte of every body), bounded retries, latency
+        measured.
 
         ``latency_s`` on the reply is the whole call (``time.monotonic``), retries and backoff
         included.  Raises :class:`ModelError` only.
         """
         t0 = time.monotonic()
         timeout = self.timeout_s if timeout_s is None else float(timeout_s)
+        deadline = self._clock() + timeout
         policy = self.retry_policy
         if request.purpose == "vision" and policy.max_retries:
             policy = dataclasses.replace(policy, max_retries=0)
         params = self._prepare(request)
-        reply = call_with_retries(lambda _n: self._attempt(params, request, timeout),
+        reply = call_with_retries(lambda _n: self._attempt(params, request, deadline),
                                   policy=policy, sleep=self._sleep, rng=self._rng,
-                                  model=self.model, label=f"{self.name} {request.purpose} call")
+                                  model=self.model, label=f"{self.name} {request.purpose} call",
+                                  deadline=deadline, clock=self._clock)
         return dataclasses.replace(reply, latency_s=time.monotonic() - t0,
                                    model=reply.model or self.model)
 
@@ -430,11 +439,15 @@ class HTTPModelProvider:
         raise err
 
     def _attempt(self, params: dict[str, Any], request: ModelRequest,
-                 timeout_s: float) -> ModelReply:
+                 deadline: float) -> ModelReply:
+        """One request, its reads bounded by what is left of the call's ``deadline``."""
         err: ModelError | None = None
-        deadline = time.monotonic() + timeout_s
+        left = deadline - self._clock()
+        if left <= 0:
+            raise ModelError("timeout", f"{self.name} call ran out of time before this attempt",
+                             model=self.model)
         try:
-            raw = self._send(params, timeout_s, deadline)
+            raw = self._send(params, left, time.monotonic() + left)
         except Exception as e:  # noqa: BLE001 - every SDK failure becomes a ModelError
             err = map_sdk_error(e, provider=self.name, model=self.model, secrets=self._secrets)
         if err is not None:
@@ -449,9 +462,27 @@ class HTTPModelProvider:
                 self._secrets)), model=self.model)
         raise err
 
+    def _read_json(self, response: Any, deadline: float) -> Any:
+        """The JSON body of a non-streamed reply, from the SDK's ``with_streaming_response``
+        context ``response``, read piece by piece against ``deadline``: the HTTP client's
+        timeout bounds each read, so a body trickled a few bytes at a time would otherwise
+        hold the call far past its timeout."""
+        chunks: list[bytes] = []
+        size = 0
+        with response as resp:
+            for chunk in resp.iter_bytes():
+                self._check_deadline(deadline)
+                size += len(chunk)
+                if size > MAX_REPLY_BYTES:
+                    raise ModelError("malformed", f"{self.name} reply body is over "
+                                     f"{MAX_REPLY_BYTES} bytes", model=self.model)
+                chunks.append(chunk)
+        self._check_deadline(deadline)
+        return json.loads(b"".join(chunks))
+
     def _check_deadline(self, deadline: float) -> None:
         if time.monotonic() > deadline:
-            raise ModelError("timeout", f"{self.name} stream ran past its deadline",
+            raise ModelError("timeout", f"{self.name} reply ran past the call's deadline",
                              model=self.model)
 
     def _check_json(self, text: str, request: ModelRequest) -> None:

@@ -121,7 +121,8 @@ class OpenAIChatProvider(OpenAIProvider):
     # ------------------------------------------------------------------ transport
     def _send(self, params: dict[str, Any], timeout_s: float, deadline: float) -> Any:
         if not self.stream:
-            return to_plain(self._client.chat.completions.create(**params, timeout=timeout_s))
+            return self._read_json(self._client.chat.completions.with_streaming_response.create(
+                **params, timeout=timeout_s), deadline)
         stream = self._client.chat.completions.create(
             **params, stream=True, stream_options={"include_usage": True}, timeout=timeout_s)
         try:

@@ -97,7 +97,8 @@ class OpenAIResponsesProvider(OpenAIProvider):
     # ------------------------------------------------------------------ transport
     def _send(self, params: dict[str, Any], timeout_s: float, deadline: float) -> Any:
         if not self.stream:
-            return to_plain(self._client.responses.create(**params, timeout=timeout_s))
+            return self._read_json(self._client.responses.with_streaming_response.create(
+                **params, timeout=timeout_s), deadline)
         stream = self._client.responses.create(**params, stream=True, timeout=timeout_s)
         try:
             for event in stream:

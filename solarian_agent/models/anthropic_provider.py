@@ -47,7 +47,15 @@ from .base import (
     ToolCall,
     Usage,
 )
-from .common import HTTPModelProvider, ImageLimits, b64, dig, parse_tool_arguments, to_plain
+from .common import (
+    HTTPModelProvider,
+    ImageLimits,
+    b64,
+    dig,
+    parse_tool_arguments,
+    to_plain,
+    usage_count,
+)
 
 log = logging.getLogger(__name__)
 
@@ -269,12 +277,14 @@ class AnthropicProvider(HTTPModelProvider):
                     self._thinking.popitem(last=False)
         if not calls:
             self._check_json(text, request)
-        u = raw.get("usage") or {}
+        u = raw.get("usage")  # dig: a usage that is no object counts nothing, the reply kept
         usage = Usage(
-            input_tokens=int(u.get("input_tokens") or 0),
-            output_tokens=int(u.get("output_tokens") or 0),
-            cache_read_tokens=int(u.get("cache_read_input_tokens") or 0),
-            cache_write_tokens=int(u.get("cache_creation_input_tokens") or 0),
+            input_tokens=usage_count(dig(u, "input_tokens"), "input_tokens"),
+            output_tokens=usage_count(dig(u, "output_tokens"), "output_tokens"),
+            cache_read_tokens=usage_count(dig(u, "cache_read_input_tokens"),
+                                          "cache_read_input_tokens"),
+            cache_write_tokens=usage_count(dig(u, "cache_creation_input_tokens"),
+                                           "cache_creation_input_tokens"),
         )
         return ModelReply(text=text, tool_calls=tuple(calls), usage=usage,
                           model=str(raw.get("model") or self.model), stop_reason=stop)

@@ -34,6 +34,7 @@ from .base import ImagePart, Message, ModelError, ModelReply, ModelRequest, Tool
 from .common import (
     OpenAIProvider,
     data_url,
+    dig,
     is_strict_schema,
     openai_usage,
     parse_tool_arguments,
@@ -198,9 +199,9 @@ class OpenAIChatProvider(OpenAIProvider):
                              f"{finish or 'missing'})", model=self.model)
         if not calls:
             self._check_json(text, request)
-        u = raw.get("usage") or {}
-        usage = openai_usage(u.get("prompt_tokens"), u.get("completion_tokens"),
-                             (u.get("prompt_tokens_details") or {}).get("cached_tokens"))
+        u = raw.get("usage")  # dig: a usage that is no object counts nothing, the reply kept
+        usage = openai_usage(dig(u, "prompt_tokens"), dig(u, "completion_tokens"),
+                             dig(u, "prompt_tokens_details", "cached_tokens"))
         return ModelReply(text=text, tool_calls=tuple(calls), usage=usage,
                           model=str(raw.get("model") or self.model), stop_reason=finish)
 

@@ -163,8 +163,8 @@ class OpenAIResponsesProvider(OpenAIProvider):
                              model=self.model)
         if not calls:
             self._check_json(text, request)
-        u = raw.get("usage") or {}
-        usage = openai_usage(u.get("input_tokens"), u.get("output_tokens"),
+        u = raw.get("usage")  # dig: a usage that is no object counts nothing, the reply kept
+        usage = openai_usage(dig(u, "input_tokens"), dig(u, "output_tokens"),
                              dig(u, "input_tokens_details", "cached_tokens"),
                              dig(u, "input_tokens_details", "cache_write_tokens"))
         stop = "tool_use" if calls else (reason or status or "completed")

@@ -96,6 +96,8 @@ class Reply:
     chunk_delay_s: float = 0.0
     # plain JSON replies only: the body goes out TRICKLE_BYTES at a time, this far apart
     trickle_s: float = 0.0
+    # plain JSON replies only: sent as the reply's usage as it is (a hostile usage block)
+    raw_usage: Any = None
     # streams only: after two events, send the service's error event and end the stream
     stream_error: HTTPError | None = None
 
@@ -532,7 +534,7 @@ def _anthropic(fake: FakeModelServer, entry: ScriptEntry, model: str, req: dict[
         msg["stop_details"] = {"type": "refusal", "category": None,
                                "explanation": entry.text}
     if not stream:
-        yield None, msg
+        yield None, ({**msg, "usage": r.raw_usage} if r.raw_usage is not None else msg)
         return
     yield "message_start", {"type": "message_start", "message": {
         **msg, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}}
@@ -602,7 +604,7 @@ def _chat(fake: FakeModelServer, entry: ScriptEntry, model: str, req: dict[str, 
     if not stream:
         yield None, {**base, "object": "chat.completion", "choices": [
             {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-            "usage": usage}
+            "usage": r.raw_usage if r.raw_usage is not None else usage}
         return
 
     def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
@@ -663,7 +665,7 @@ def _responses(fake: FakeModelServer, entry: ScriptEntry, model: str, req: dict[
                       "output_tokens_details": {"reasoning_tokens": 0},
                       "total_tokens": total_in + r.output_tokens}}
     if not stream:
-        yield None, resp
+        yield None, ({**resp, "usage": r.raw_usage} if r.raw_usage is not None else resp)
         return
     seq = iter(range(1_000_000))
     yield "response.created", {"type": "response.created", "sequence_number": next(seq),

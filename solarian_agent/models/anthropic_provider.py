@@ -52,6 +52,7 @@ from .common import (
     ImageLimits,
     b64,
     dig,
+    json_safe,
     parse_tool_arguments,
     to_plain,
     usage_count,
@@ -169,7 +170,7 @@ class AnthropicProvider(HTTPModelProvider):
             blocks.append({"type": "text", "text": text})
         for c in m.tool_calls:
             blocks.append({"type": "tool_use", "id": c.id, "name": c.name,
-                           "input": dict(c.arguments)})
+                           "input": json_safe(dict(c.arguments))})
         return blocks
 
     def _thinking_missing(self, messages: tuple[Message, ...]) -> bool:

@@ -79,6 +79,36 @@ def b64(img: ImagePart) -> str:
 # --------------------------------------------------------------------------- tool arguments
 
 
+def json_int(digits: str) -> int | float:
+    """An integer literal from a reply's JSON.  Past Python's limit on digits (4,300),
+    ``int()`` refuses to convert it and the whole reply would be lost: it becomes a float
+    instead (an infinity), which the tool-argument checks refuse by name."""
+    try:
+        return int(digits)
+    except ValueError:
+        return float(digits)
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads`` for a model service's replies (see :func:`json_int`)."""
+    return json.loads(text, parse_int=json_int)
+
+
+def json_safe(value: Any, depth: int = 0) -> Any:
+    """``value`` with every float that is not finite replaced by its name as a string: a
+    model's own NaN or Infinity argument, resent as part of its earlier call, must not make
+    the next request impossible to encode (JSON has no such numbers)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if depth > 100:
+        return value
+    if isinstance(value, dict):
+        return {k: json_safe(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v, depth + 1) for v in value]
+    return value
+
+
 def parse_tool_arguments(raw: Any) -> tuple[dict[str, Any], str]:
     """Tool-call arguments as a dict, or ``({}, error)`` when they are not a JSON object.
 
@@ -94,7 +124,7 @@ def parse_tool_arguments(raw: Any) -> tuple[dict[str, Any], str]:
     if not raw.strip():
         return {}, ""
     try:
-        obj = json.loads(raw)
+        obj = loads(raw)
     except json.JSONDecodeError as e:
         return {}, (f"arguments are not valid JSON ({e.msg} at char {e.pos}): "
                     f"{_clip(repr(raw), 200)}")
@@ -494,7 +524,7 @@ class HTTPModelProvider:
                                      f"{MAX_REPLY_BYTES} bytes", model=self.model)
                 chunks.append(chunk)
         self._check_deadline(deadline)
-        return json.loads(b"".join(chunks))
+        return loads(b"".join(chunks))
 
     def _check_deadline(self, deadline: float) -> None:
         if time.monotonic() > deadline:

@@ -86,6 +86,23 @@ def test_a_400_digit_integer_is_refused_by_name_and_the_run_goes_on(server, prov
     assert "harness_error" not in event_kinds(h)
 
 
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_an_integer_past_the_digit_limit_costs_only_its_call(server, provider, tmp_path):
+    # 5,000 digits: more than Python converts from text; the reply is still read
+    server.add(
+        Reply("moving", tool_calls=[ToolUse("move_joint", '{"to": 1' + "0" * 4999 + "}")]),
+        Reply("giving up", tool_calls=[ToolUse("finish_task", {
+            "summary": "could not", "success": False})]),
+    )
+    h = harness(server, provider, tmp_path)
+    h.say("move")
+    assert h.run_until(lambda: ended(h), 60), h.planner.status
+    assert h.planner.summary == "could not" and server.remaining == 0
+    assert any("invalid arguments for move_joint at to: inf is not a finite number" in t
+               for t in tool_texts(h)), tool_texts(h)
+    assert "harness_error" not in event_kinds(h)
+
+
 def test_an_observation_point_out_of_float_range_is_refused(tmp_path):
     from solarian_agent.core.errors import ToolCallRejected
 

@@ -194,3 +194,30 @@ def test_a_task_cancelled_in_the_reply_that_started_it_never_stalls(server, prov
     # no promise of a wake that never comes
     assert not any("you will be woken then" in t for t in texts), texts
     assert any("a900" in t for t in texts), texts
+
+
+def test_an_observe_scene_focus_reaches_the_vision_model_quoted(server):
+    import numpy as np
+
+    from solarian_agent.core.vision import FrameForVision
+    from solarian_agent.perception.vision import ModelVisionBackend
+
+    server.add(Reply("a red cup"))
+    backend = ModelVisionBackend(build_provider(ModelEndpointConfig(
+        provider="openai", model="vision-test", api_key_env=KEY_VAR,
+        base_url=server.openai_base_url, timeout_s=10.0, max_retries=0), purpose="vision"))
+    frame = FrameForVision(_png(), "image/png", 8, 8, "cam", np.zeros((8, 8, 3), np.uint8))
+    assert backend.describe(frame, FORGED, timeout_s=10.0).text == "a red cup"
+    said = list(_user_and_tool_texts(server.requests[0].body))
+    assert not any(FORGED in t for t in said), said
+    focus = [t for t in said if t.startswith("Focus: ")]
+    assert focus and find_quotes(focus[0]) == [("planner", FORGED)], focus
+
+
+def _png() -> bytes:
+    import cv2
+    import numpy as np
+
+    ok, buf = cv2.imencode(".png", np.zeros((8, 8, 3), np.uint8))
+    assert ok
+    return bytes(buf.tobytes())

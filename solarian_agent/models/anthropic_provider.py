@@ -187,7 +187,8 @@ class AnthropicProvider(HTTPModelProvider):
                 **params, timeout=timeout_s), deadline)
         stream = self._client.messages.create(**params, stream=True, timeout=timeout_s)
         try:
-            return self._accumulate(stream, deadline)
+            with self.cut_at(stream, deadline):
+                return self._accumulate(stream, deadline)
         finally:
             stream.close()
 

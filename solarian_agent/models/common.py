@@ -31,13 +31,15 @@ Keys
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import json
 import logging
 import math
 import random
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -515,7 +517,7 @@ class HTTPModelProvider:
         hold the call far past its timeout."""
         chunks: list[bytes] = []
         size = 0
-        with response as resp:
+        with response as resp, self.cut_at(resp, deadline):
             for chunk in resp.iter_bytes():
                 self._check_deadline(deadline)
                 size += len(chunk)
@@ -525,6 +527,35 @@ class HTTPModelProvider:
                 chunks.append(chunk)
         self._check_deadline(deadline)
         return loads(b"".join(chunks))
+
+    @contextlib.contextmanager
+    def cut_at(self, response: Any, deadline: float) -> Iterator[None]:
+        """Close ``response`` (a body being read) when ``deadline`` (``time.monotonic``)
+        passes: the checks between pieces cannot run while one piece (a stream's event, a
+        read) is still trickling in, so a timer ends it instead.  Whatever the reading then
+        raises, or however it ends, the call ends as a timeout."""
+        fired = threading.Event()
+
+        def cut() -> None:
+            fired.set()
+            try:
+                response.close()
+            except Exception:  # noqa: BLE001 - closing is best effort; the read then fails
+                log.debug("closing a reply at its deadline failed", exc_info=True)
+
+        timer = threading.Timer(max(0.0, deadline - time.monotonic()), cut)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        except Exception:
+            if not fired.is_set():
+                raise
+        finally:
+            timer.cancel()
+        if fired.is_set():
+            raise ModelError("timeout", f"{self.name} reply ran past the call's deadline",
+                             model=self.model)
 
     def _check_deadline(self, deadline: float) -> None:
         if time.monotonic() > deadline:

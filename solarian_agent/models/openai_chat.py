@@ -127,7 +127,8 @@ class OpenAIChatProvider(OpenAIProvider):
         stream = self._client.chat.completions.create(
             **params, stream=True, stream_options={"include_usage": True}, timeout=timeout_s)
         try:
-            return self._accumulate(stream, deadline)
+            with self.cut_at(stream, deadline):
+                return self._accumulate(stream, deadline)
         finally:
             stream.close()
 

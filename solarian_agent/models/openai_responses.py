@@ -101,20 +101,25 @@ class OpenAIResponsesProvider(OpenAIProvider):
                 **params, timeout=timeout_s), deadline)
         stream = self._client.responses.create(**params, stream=True, timeout=timeout_s)
         try:
-            for event in stream:
-                self._check_deadline(deadline)
-                ev = to_plain(event)
-                t = ev.get("type")
-                if t in _TERMINAL_EVENTS:
-                    return ev.get("response") or {}
-                if t == "error":
-                    raise ModelError(_error_kind(ev), f"stream error from {self.name}: "
-                                     f"{ev.get('message') or ev.get('code') or 'unknown'}",
-                                     model=self.model)
-            raise ModelError("malformed", "the stream ended without a final response",
-                             model=self.model)
+            with self.cut_at(stream, deadline):
+                return self._final_response(stream, deadline)
         finally:
             stream.close()
+
+    def _final_response(self, stream: Any, deadline: float) -> Any:
+        """The final response of a stream (or the error event's ModelError)."""
+        for event in stream:
+            self._check_deadline(deadline)
+            ev = to_plain(event)
+            t = ev.get("type")
+            if t in _TERMINAL_EVENTS:
+                return ev.get("response") or {}
+            if t == "error":
+                raise ModelError(_error_kind(ev), f"stream error from {self.name}: "
+                                 f"{ev.get('message') or ev.get('code') or 'unknown'}",
+                                 model=self.model)
+        raise ModelError("malformed", "the stream ended without a final response",
+                         model=self.model)
 
     # ------------------------------------------------------------------ reply
     def _parse(self, raw: Any, request: ModelRequest) -> ModelReply:

@@ -94,7 +94,8 @@ class Reply:
     model: str | None = None
     delay_s: float = 0.0
     chunk_delay_s: float = 0.0
-    # plain JSON replies only: the body goes out TRICKLE_BYTES at a time, this far apart
+    # the body (a plain JSON reply, or each server-sent event) goes out TRICKLE_BYTES at a
+    # time, this far apart
     trickle_s: float = 0.0
     # plain JSON replies only: sent as the reply's usage as it is (a hostile usage block)
     raw_usage: Any = None
@@ -343,7 +344,8 @@ class _Handler(BaseHTTPRequestHandler):
                 failure = getattr(entry, "stream_error", None)
                 if failure is not None:
                     events = _fail_after(events, 2, _stream_error(flavour, failure))
-                self._sse(events, getattr(entry, "chunk_delay_s", 0.0))
+                self._sse(events, getattr(entry, "chunk_delay_s", 0.0),
+                          getattr(entry, "trickle_s", 0.0))
             else:
                 self._json(200, next(iter(events))[1],
                            trickle_s=getattr(entry, "trickle_s", 0.0))
@@ -366,6 +368,9 @@ class _Handler(BaseHTTPRequestHandler):
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.end_headers()
+        self._write(data, trickle_s)
+
+    def _write(self, data: bytes, trickle_s: float) -> None:
         if trickle_s <= 0:
             self.wfile.write(data)
             self.wfile.flush()
@@ -384,7 +389,8 @@ class _Handler(BaseHTTPRequestHandler):
                     "x-request-id": self.fake._next_id("req"), **(headers or {})},
                    trickle_s)
 
-    def _sse(self, events: Iterator[tuple[str | None, Any]], chunk_delay_s: float) -> None:
+    def _sse(self, events: Iterator[tuple[str | None, Any]], chunk_delay_s: float,
+             trickle_s: float = 0.0) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
@@ -392,8 +398,9 @@ class _Handler(BaseHTTPRequestHandler):
         for name, data in events:
             chunk = (f"event: {name}\n" if name else "") + "data: " + (
                 data if isinstance(data, str) else json.dumps(data)) + "\n\n"
-            self.wfile.write(chunk.encode())
-            self.wfile.flush()
+            if self.fake._stopping.is_set():
+                return
+            self._write(chunk.encode(), trickle_s)
             self.fake._wait(chunk_delay_s)
         self.close_connection = True
 

@@ -69,13 +69,15 @@ def test_the_deadline_counts_the_waits_between_attempts(server, name):
     assert now[0] == 4.0 and len(server.requests) == 3
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("name", PROVIDERS)
-def test_a_trickled_body_is_cut_at_the_deadline(server, name):
-    # about 60 pieces 0.1 s apart: every read is quick, the whole body takes 6 s
-    server.add(Reply("x" * 200, trickle_s=0.1))
+def test_a_trickled_body_is_cut_at_the_deadline(server, name, stream):
+    # 8 bytes every 0.1 s: every read is quick, the body (or its first event) takes > 4 s
+    server.add(Reply("x" * 400, trickle_s=0.1))
+    p = provider(server, name, 1.0, stream=stream)  # built (the SDK imported) before timing
     t0 = time.monotonic()
     with pytest.raises(ModelError) as e:
-        provider(server, name, 1.0).complete(REQUEST)
+        p.complete(REQUEST)
     took = time.monotonic() - t0
     assert e.value.kind == "timeout", e.value
     assert took < 2.5, took

@@ -168,6 +168,13 @@ class ToolCalls:
             self.p.attention.record_effect()
             self.p.log_event("stop_action", by="agent", action_id=aid,
                              reason=args.get("reason", ""))
+            if any(ps.action_id == aid for ps in turn.pending):
+                # started by this very reply and not yet running: no end event follows (its
+                # own call says how it ended), so no wake is promised and the turn goes on
+                turn.results[call.id] = tool_msg(
+                    call, f"stopping {aid} before it started: the result of the call that "
+                          "started it, in this reply, says how it ended")
+                return
             turn.results[call.id] = tool_msg(call, f"stopping {aid}; you will be woken when it "
                                              "has stopped")
             turn.ended = True

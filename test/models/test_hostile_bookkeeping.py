@@ -140,3 +140,23 @@ def test_a_reply_hiding_tag_text_is_escaped_where_printed(server):
     shown = for_terminal(reply.text)
     assert all(ord(ch) < 0xE0000 for ch in shown) and "\u200b" not in shown
     assert "\\U000e0069" in shown and "\\u061c" in shown
+
+
+def test_log_lines_for_people_escape_invisible_characters(monkeypatch):
+    import argparse
+    import io
+    import sys
+
+    from solarian_agent.cli_common import setup_logging
+
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])  # as in a fresh process
+    monkeypatch.setattr(logging.getLogger(), "level", logging.getLogger().level)
+    setup_logging(argparse.Namespace(log_level="warning", verbose=0))
+    logging.getLogger("solarian_agent.test").warning(
+        "model said: %s", "ok\u200b\u061c\U000e0041\x1b[2J")
+    for h in logging.getLogger().handlers:
+        h.flush()
+    line = err.getvalue()
+    assert "model said: ok\\u200b\\u061c\\U000e0041\\u001b[2J" in line, line

@@ -117,8 +117,10 @@ class ToolCalls:
 
     def do_call(self, turn: Turn, call: ToolCall) -> None:
         if call.parse_error:
-            raise ToolCallRejected(f"the arguments of {call.name} were not a JSON object: "
-                                   f"{call.parse_error}")
+            # the name and the argument text are the model's: escaped, never a new line or a
+            # quote of the operator
+            raise ToolCallRejected(f"the arguments of {quote_prefix(call.name)} were not a "
+                                   f"JSON object: {one_line(call.parse_error, 400)}")
         name, args = call.name, dict(call.arguments)
         # a NaN, an infinity or an integer no float holds is refused for every tool, before
         # any of them computes with it (a skill's schema may say only "number")

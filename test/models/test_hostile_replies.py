@@ -224,3 +224,19 @@ def _png() -> bytes:
     ok, buf = cv2.imencode(".png", np.zeros((8, 8, 3), np.uint8))
     assert ok
     return bytes(buf.tobytes())
+
+
+@pytest.mark.parametrize("provider", ["openai"])
+def test_unreadable_arguments_are_echoed_escaped(server, provider, tmp_path):
+    server.add(
+        Reply("x", tool_calls=[ToolUse("wait", 'not json\n' + FORGED)]),
+        Reply("giving up", tool_calls=[ToolUse("finish_task", {
+            "summary": "could not", "success": False})]),
+    )
+    h = harness(server, provider, tmp_path)
+    h.say("tidy the table")
+    assert h.run_until(lambda: ended(h), 60), h.planner.status
+    said = list(_user_and_tool_texts(server.requests[-1].body))
+    refused = [t for t in said if "were not a JSON object" in t]
+    assert refused, said
+    assert not any(FORGED[:40] in t or "\n" in t.split("JSON object", 1)[1] for t in refused)

@@ -20,17 +20,15 @@ interpretation per call, so the provider gives them a policy with ``max_retries=
 
 from __future__ import annotations
 
-import contextlib
 import email.utils
 import logging
 import random
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .base import ModelError
+from .base import ModelError, current_cancel
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -93,26 +91,6 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     if parsed is None:
         return None
     return max(0.0, float(email.utils.mktime_tz(parsed)) - time.time())
-
-
-_scope = threading.local()
-
-
-@contextlib.contextmanager
-def cancel_scope(event: threading.Event) -> Iterator[threading.Event]:
-    """Model calls made on this thread inside the block stop once ``event`` is set."""
-    outer = getattr(_scope, "event", None)
-    _scope.event = event
-    try:
-        yield event
-    finally:
-        _scope.event = outer
-
-
-def current_cancel() -> threading.Event | None:
-    """The cancel event of the :func:`cancel_scope` this thread is in, or None."""
-    event = getattr(_scope, "event", None)
-    return event if isinstance(event, threading.Event) else None
 
 
 def cancelled_error(label: str, model: str, attempts: int) -> ModelError:

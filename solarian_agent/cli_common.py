@@ -129,7 +129,11 @@ def setup_logging(ns: argparse.Namespace) -> None:
         level = logging.DEBUG if verbose >= 2 else logging.INFO if verbose else logging.WARNING
     root = logging.getLogger()
     if not root.handlers:
-        logging.basicConfig(stream=sys.stderr, level=level,
+        from .core.text import TerminalWriter
+
+        # log lines carry text from models and servers: escaped like everything printed (a
+        # control, bidi, zero-width or tag character is shown as its \u escape)
+        logging.basicConfig(stream=TerminalWriter(sys.stderr), level=level,
                             format="%(levelname)s %(name)s: %(message)s")
     root.setLevel(level)
 

@@ -21,7 +21,9 @@ mid-run leaves ``events.jsonl`` parseable up to the last event.  Turn files and 
 to a temporary name and renamed, so they are either whole or absent.
 
 Text never makes a write fail: a lone surrogate (a model's ``"\ud83d"``) is written as
-U+FFFD.
+U+FFFD.  Every file is strict JSON, which has no NaN or infinity: a float that is not finite
+(a model's ``NaN`` argument, a skill's measurement) is written as the string ``"NaN"``,
+``"Infinity"`` or ``"-Infinity"``.
 
 Secrets never reach a log: :func:`scrub` replaces any registered secret (the API keys a run's
 providers read) wherever it appears, as a last line of defence behind the providers' own care.
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import re
 import threading
@@ -76,8 +79,32 @@ def _json_default(o: Any) -> Any:
     return repr(o)
 
 
+MAX_DEPTH = 200  # deeper than this, a value is written as its repr (no reader needs more)
+
+
+def _strict(o: Any, depth: int = 0) -> Any:
+    """``o`` with every float that is not finite replaced by its name as a string, so the
+    JSON written holds no bare ``NaN`` / ``Infinity`` (which strict parsers refuse)."""
+    if isinstance(o, float):
+        if math.isfinite(o):
+            return o
+        return "NaN" if math.isnan(o) else ("Infinity" if o > 0 else "-Infinity")
+    if isinstance(o, (str, int)) or o is None:
+        return o
+    if depth > MAX_DEPTH:
+        return repr(o)
+    if isinstance(o, dict):
+        return {k: _strict(v, depth + 1) for k, v in o.items()}
+    if isinstance(o, (list, tuple, set, frozenset)):
+        return [_strict(v, depth + 1) for v in o]
+    if isinstance(o, (np.ndarray, np.generic)):
+        return _strict(_json_default(o), depth + 1)
+    return o
+
+
 def dumps(obj: Any) -> str:
-    return clean(scrub(json.dumps(obj, default=_json_default, ensure_ascii=False)))
+    return clean(scrub(json.dumps(_strict(obj), default=_json_default, ensure_ascii=False,
+                                  allow_nan=False)))
 
 
 def slug(text: str, n: int = 24) -> str:

@@ -17,6 +17,7 @@ from .clock import Clock
 from .errors import StaleObservationError, ToolCallRejected
 from .messages import Image, JointState
 from .text import quote_prefix
+from .tool_schema import describe_bad_number, is_bad_number
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,9 @@ class ObservationStore:
                 or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                            for v in point)):
             raise ToolCallRejected(f"{param} must be [x, y] pixels, got {quote_prefix(point)}")
+        for i, v in enumerate(point):
+            if is_bad_number(v):  # float() of a 400-digit integer would raise
+                raise ToolCallRejected(f"{param}[{i}]: {describe_bad_number(v)}")
         x, y = float(point[0]), float(point[1])
         if not (0 <= x < obs.width and 0 <= y < obs.height):
             raise ToolCallRejected(f"{param} [{x:g}, {y:g}] is outside {obs_id} "

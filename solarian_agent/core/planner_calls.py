@@ -20,8 +20,14 @@ from .executor import new_action_id
 from .messages import Image, SkillGoal
 from .planner_tools import PLANNER_TOOLS, SETTLE_S, ActionInfo, PendingStart, Turn, tool_msg
 from .routing import TASK_TOOLS
-from .text import quote, quote_prefix
-from .tool_schema import schema_error, validate_params, validate_step_args
+from .text import one_line, planner_wrote, quote, quote_prefix
+from .tool_schema import (
+    describe_bad_number,
+    non_finite,
+    schema_error,
+    validate_params,
+    validate_step_args,
+)
 from .transport import GoalStatus
 from .views import PreparedViews, ViewManager
 
@@ -82,10 +88,10 @@ class ToolCalls:
         retries = self.p.config.budgets.retries_per_step
         if step is not None:
             raise ToolCallRejected(
-                f"plan step {step.index} ({step.description!r}) failed {step.failures} times "
-                f"in a row (retries_per_step {retries}); change the plan with update_plan "
-                "(another approach as a new step, or this step skipped) or ask_user before "
-                f"calling {tool} again")
+                f"plan step {step.index} ({planner_wrote(step.description)}) failed "
+                f"{step.failures} times in a row (retries_per_step {retries}); change the "
+                "plan with update_plan (another approach as a new step, or this step skipped) "
+                f"or ask_user before calling {tool} again")
         n = self.p.tool_failures.get(tool, 0)
         if n >= retries and not any(s.tool == tool for s in self.p.plan.steps):
             raise ToolCallRejected(
@@ -111,9 +117,18 @@ class ToolCalls:
 
     def do_call(self, turn: Turn, call: ToolCall) -> None:
         if call.parse_error:
-            raise ToolCallRejected(f"the arguments of {call.name} were not a JSON object: "
-                                   f"{call.parse_error}")
+            # the name and the argument text are the model's: escaped, never a new line or a
+            # quote of the operator
+            raise ToolCallRejected(f"the arguments of {quote_prefix(call.name)} were not a "
+                                   f"JSON object: {one_line(call.parse_error, 400)}")
         name, args = call.name, dict(call.arguments)
+        # a NaN, an infinity or an integer no float holds is refused for every tool, before
+        # any of them computes with it (a skill's schema may say only "number")
+        bad = non_finite(args)
+        if bad is not None:
+            where = "/".join(one_line(p, 60, quotes=False) for p in bad[0])
+            raise ToolCallRejected(f"invalid arguments for {one_line(name, 60)} at "
+                                   f"{where or '(arguments)'}: {describe_bad_number(bad[1])}")
         if name in PLANNER_TOOLS:
             err = schema_error(PLANNER_TOOLS[name].parameters, args, name)
             if err:
@@ -155,6 +170,13 @@ class ToolCalls:
             self.p.attention.record_effect()
             self.p.log_event("stop_action", by="agent", action_id=aid,
                              reason=args.get("reason", ""))
+            if any(ps.action_id == aid for ps in turn.pending):
+                # started by this very reply and not yet running: no end event follows (its
+                # own call says how it ended), so no wake is promised and the turn goes on
+                turn.results[call.id] = tool_msg(
+                    call, f"stopping {aid} before it started: the result of the call that "
+                          "started it, in this reply, says how it ended")
+                return
             turn.results[call.id] = tool_msg(call, f"stopping {aid}; you will be woken when it "
                                              "has stopped")
             turn.ended = True

@@ -12,7 +12,7 @@ from . import names
 from .events import Event
 from .messages import MonitorVerdict, SkillGoal, SkillResult
 from .planner_tools import ActionInfo
-from .text import one_line, quote
+from .text import one_line, planner_wrote, quote
 
 if TYPE_CHECKING:
     from .planner import Planner
@@ -174,7 +174,7 @@ class EventHandlers:
         n = self.p.tool_failures.get(tool, 0)
         retries = self.p.config.budgets.retries_per_step
         if step is not None and step.status == "failed":
-            msg += (f" Plan step {step.index} ({step.description!r}) has now failed "
+            msg += (f" Plan step {step.index} ({planner_wrote(step.description)}) has now failed "
                     f"{step.failures} times in a row (retries_per_step {retries}): the harness "
                     "will not retry it as it is. Change the plan with update_plan (another "
                     "approach as a new step, or this step skipped) or ask_user.")

@@ -81,10 +81,18 @@ class RunControl:
         if self.p.status in ("running", "waiting_user"):
             self.p.status = "paused"
             self.p.log_event("run_paused", by="operator", reason=desc)
-            self.p.turn = None  # a reply in flight belongs to the old generation: discarded
+            self.drop_turn()  # a reply in flight belongs to the old generation: discarded
             self.p.continue_turn = False
             self.p.wake_reasons.clear()
             self.p.publish_state()
+
+    def drop_turn(self) -> None:
+        """Forget the turn in flight; its model call, if still running, is cancelled: no
+        retry and no wait for one goes on for a reply nobody will read."""
+        turn = self.p.turn
+        if turn is not None and turn.future is not None:
+            turn.future.cancel()
+        self.p.turn = None
 
     def advance_generation(self, reason: str, by: str) -> None:
         try:
@@ -150,7 +158,7 @@ class RunControl:
     def end_run(self, status: str, summary: str) -> None:
         self.p.status = status
         self.p.summary = summary
-        self.p.turn = None
+        self.drop_turn()
         self.p.continue_turn = False
         self.p.wake_reasons.clear()
         self.p.cycle.model_answered(quiet=True)  # a backoff or silence ends with the run

@@ -12,7 +12,7 @@ from .errors import ToolCallRejected
 from .messages import SkillFeedback
 from .planner_tools import Turn, tool_msg
 from .routing import pct
-from .text import quote
+from .text import planner_wrote, quote
 from .timers import TimerError
 from .transport import GoalStatus
 
@@ -36,7 +36,8 @@ class TaskTools:
                 ended = self.p.routing.ended_tasks.get(aid)
                 raise ToolCallRejected(
                     f"task {aid} already ended ({ended})" if ended else
-                    f"no running task {aid} (running: {', '.join(self.p.actions) or 'none'})")
+                    f"no running task {planner_wrote(aid, 60)} (running: "
+                    f"{', '.join(self.p.actions) or 'none'})")
             fb = info.handle.feedback
             at = (f", at {pct(fb.progress)}" if isinstance(fb, SkillFeedback)
                   and fb.progress >= 0 else "")
@@ -44,6 +45,14 @@ class TaskTools:
                                                    if args.get("reason") else "")
             if not self.p.routing.stop_task(aid, info, reason, by="agent"):
                 raise ToolCallRejected(f"task {aid} could not be cancelled (it may be ending)")
+            if any(ps.action_id == aid for ps in turn.pending):
+                # started by this very reply and not yet running: its own call is answered
+                # with how it ended, and no end event follows, so no wake is promised (the
+                # planner is called again when the reply's calls are all answered)
+                turn.results[call.id] = tool_msg(
+                    call, f"cancelling task {aid} ({info.tool}) before it started: the result "
+                          "of the call that started it, in this reply, says how it ended")
+                return
             turn.results[call.id] = tool_msg(
                 call, f"cancelling task {aid} ({info.tool}{at}): it stops at the next control "
                       "tick; its end arrives as its own event and you will be woken then")
@@ -65,7 +74,7 @@ class TaskTools:
             gone = self.p.timers.cancel(tid)
             if gone is None:
                 ids = ", ".join(t.timer_id for t in self.p.timers.active) or "none"
-                raise ToolCallRejected(f"no timer {tid} (set: {ids})")
+                raise ToolCallRejected(f"no timer {planner_wrote(tid, 60)} (set: {ids})")
             self.p.log_event("timer_cancelled", timer_id=tid)
             turn.results[call.id] = tool_msg(call, f"timer {tid} cancelled")
 
@@ -75,7 +84,7 @@ class TaskTools:
             ended = self.p.routing.ended_tasks.get(aid)
             if ended is not None:
                 return f"task {aid}: ended ({ended}); its result was delivered as an event."
-            raise ToolCallRejected(f"no task {aid} (running: "
+            raise ToolCallRejected(f"no task {planner_wrote(aid, 60)} (running: "
                                    f"{', '.join(self.p.actions) or 'none'})")
         st, fb = info.handle.status, info.handle.feedback
         if aid in self.p.routing.stopping or st == GoalStatus.CANCELING:

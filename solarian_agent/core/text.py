@@ -6,7 +6,9 @@
 * :func:`quote_prefix`: a value quoted in an error message: at most a short prefix, and its
   length, so nothing unbounded is echoed back into a conversation.
 * :func:`for_terminal`: control characters (NUL, ESC and the rest of C0/C1, DEL, bidi
-  overrides, line separators) escaped before anything reaches a terminal.
+  marks, overrides and isolates, the Arabic letter mark, line separators) and invisible ones
+  (zero-width spaces and joiners, the word joiner and invisible operators, Unicode tag
+  characters, which can carry a hidden message) escaped before anything reaches a terminal.
 * :func:`quote` / :func:`one_line`: a piece of outside text as the planner sees it, marked by
   its source with delimiters the text cannot forge: ``⟦monitor: "..."⟧``; inside the quotes
   newlines, quotes, backslashes, control characters and the delimiters themselves are
@@ -30,10 +32,13 @@ TASK_PREFIX = "Task from the operator: "
 DEFAULT_CAP = 2000
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
-# what a terminal or a renderer would act on: C0 and C1 controls, DEL, line / paragraph
-# separators, bidi embeddings, overrides and isolates, and the delimiters
-_CONTROLS = ("\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff"
-             "\ud800-\udfff")
+# what a terminal or a renderer would act on, or a reader cannot see: C0 and C1 controls, DEL,
+# line / paragraph separators, bidi marks (U+061C, U+200E, U+200F), embeddings, overrides and
+# isolates, zero-width spaces and joiners (U+180E, U+200B-U+200D, U+2060-U+2064, U+FEFF),
+# the tag characters (U+E0000-U+E007F: invisible text a model may still read), and the
+# delimiters
+_CONTROLS = ("\x00-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028\u2029\u202a-\u202e"
+             "\u2060-\u2064\u2066-\u2069\ufeff\ud800-\udfff\U000e0000-\U000e007f")
 _UNSAFE = re.compile(f"[{_CONTROLS}{OPEN}{CLOSE}]")
 _TERMINAL = re.compile(f"[{_CONTROLS}]")
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -72,6 +77,8 @@ def clean_reply(reply: ModelReply) -> ModelReply:
 
 def _one(m: re.Match[str]) -> str:
     c = m.group(0)
+    if ord(c) > 0xFFFF:  # beyond the basic plane: eight hex digits, as Python writes them
+        return f"\\U{ord(c):08x}"
     return _SHORT.get(c) or f"\\u{ord(c):04x}"
 
 
@@ -132,7 +139,7 @@ def quote(source: str, text: object, cap: int = DEFAULT_CAP) -> str:
 
 
 _QUOTE = re.compile(OPEN + r'([A-Za-z0-9 _./-]{1,60}): "((?:[^"\\]|\\.)*)"' + CLOSE)
-_UNESCAPE = re.compile(r'\\(u[0-9a-fA-F]{4}|.)')
+_UNESCAPE = re.compile(r'\\(U[0-9a-fA-F]{8}|u[0-9a-fA-F]{4}|.)')
 
 
 def find_quotes(text: str) -> list[tuple[str, str]]:
@@ -140,11 +147,21 @@ def find_quotes(text: str) -> list[tuple[str, str]]:
 
     def one(m: re.Match[str]) -> str:
         e = m.group(1)
-        if e[0] == "u" and len(e) == 5:
+        if (e[0] == "u" and len(e) == 5) or (e[0] == "U" and len(e) == 9):
             return chr(int(e[1:], 16))
         return {"n": "\n", "r": "\r", "t": "\t"}.get(e, e)
 
     return [(m.group(1), _UNESCAPE.sub(one, m.group(2))) for m in _QUOTE.finditer(text)]
+
+
+PLANNER = "planner"
+
+
+def planner_wrote(text: object, cap: int = 300) -> str:
+    """A string the planner model wrote (a timer note, a pin name, a plan step, an id it
+    named), echoed back into a tool result or a later request: quoted with its source like
+    any outside text, so it can never read as the operator (or as the harness) speaking."""
+    return quote(PLANNER, text, cap)
 
 
 def operator_message(text: str) -> str:
@@ -171,6 +188,6 @@ DATA_INSTRUCTIONS = f"""\
 """
 
 __all__ = ["CLOSE", "DATA_INSTRUCTIONS", "OPEN", "OPERATOR", "OPERATOR_CAP", "OPERATOR_PREFIX",
-           "TASK_PREFIX", "TerminalWriter", "clean", "clean_reply", "clean_value",
-           "find_quotes", "for_terminal", "indented", "one_line", "operator_message", "quote",
-           "quote_prefix"]
+           "PLANNER", "TASK_PREFIX", "TerminalWriter", "clean", "clean_reply", "clean_value",
+           "find_quotes", "for_terminal", "indented", "one_line", "operator_message",
+           "planner_wrote", "quote", "quote_prefix"]

@@ -11,6 +11,7 @@ import itertools
 from dataclasses import dataclass
 
 from .clock import Clock
+from .text import planner_wrote
 
 MIN_SECONDS = 0.05
 MAX_SECONDS = 86_400.0
@@ -30,7 +31,7 @@ class Timer:
     def describe(self, now: float) -> str:
         every = f", repeats every {self.seconds:g} s" if self.repeat else ""
         return (f"{self.timer_id} fires in {max(0.0, self.due - now):.1f} s{every}"
-                + (f" ({self.note})" if self.note else ""))
+                + (f", note {planner_wrote(self.note)}" if self.note else ""))
 
 
 class TimerError(ValueError):

@@ -3,8 +3,9 @@ validators cached per schema): the executor checks every goal with it, the plann
 before it sends one, and every plan step's args.
 
 A reason names the argument that is wrong and quotes the value as a short prefix and its
-length (never a megabyte echoed back); NaN and infinities, which JSON Schema's ``number``
-lets through, are refused by name first."""
+length (never a megabyte echoed back); NaN, infinities and integers too large for a float,
+which JSON Schema's ``number`` lets through (and which end a skill that computes with them),
+are refused by name first."""
 
 from __future__ import annotations
 
@@ -59,10 +60,37 @@ def _path(parts: Any) -> str:
     return "/".join(one_line(p, 60, quotes=False) for p in parts) or "(arguments)"
 
 
+def is_bad_number(value: Any) -> bool:
+    """True for a NaN or infinity, or an integer that no float can hold (``float()`` of it
+    raises): numbers no skill can compute with.  Booleans and non-numbers are not numbers."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, int):
+        try:
+            float(value)
+        except OverflowError:
+            return True
+    return False
+
+
+def describe_bad_number(value: Any) -> str:
+    """A short description of a value :func:`is_bad_number` refused (a 400-digit integer is
+    not echoed back whole)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        # from the bit length: str() of a long integer is slow, and refused past 4,300 digits
+        digits = int(abs(value).bit_length() * math.log10(2)) + 1
+        return (f"an integer of about {digits} digits is out of range (a number must be "
+                "finite and at most about 1.8e308)")
+    return f"{value!r} is not a finite number"
+
+
 def non_finite(value: Any, path: tuple[Any, ...] = (), depth: int = 0
-               ) -> tuple[tuple[Any, ...], float] | None:
-    """The path and value of the first NaN or infinity inside ``value``, or None."""
-    if isinstance(value, float) and not math.isfinite(value):
+               ) -> tuple[tuple[Any, ...], Any] | None:
+    """The path and value of the first NaN, infinity or out-of-range integer inside
+    ``value`` (see :func:`is_bad_number`), or None."""
+    if is_bad_number(value):
         return path, value
     if depth > 30:
         return None
@@ -99,8 +127,8 @@ def schema_error(schema: Mapping[str, Any], args: Mapping[str, Any], name: str) 
         return f"tool {name} has an invalid parameter schema: {e.message}"
     bad = non_finite(dict(args))
     if bad is not None:
-        return (f"invalid arguments for {name} at {_path(bad[0])}: {bad[1]!r} is not a "
-                "finite number")
+        return (f"invalid arguments for {name} at {_path(bad[0])}: "
+                f"{describe_bad_number(bad[1])}")
     err = jsonschema.exceptions.best_match(validator.iter_errors(dict(args)))
     if err is None:
         return ""
@@ -126,5 +154,5 @@ def validate_step_args(spec: ToolSpec, args: Mapping[str, Any]) -> str:
     return schema_error(schema, args, spec.name)
 
 
-__all__ = ["non_finite", "schema_error", "tool_schema", "validate_params",
-           "validate_step_args"]
+__all__ = ["describe_bad_number", "is_bad_number", "non_finite", "schema_error", "tool_schema",
+           "validate_params", "validate_step_args"]

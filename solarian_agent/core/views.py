@@ -39,7 +39,7 @@ from .clock import Clock
 from .errors import ToolCallRejected
 from .messages import Image
 from .observations import Observation, ObservationStore, Overlay
-from .text import one_line, quote, quote_prefix
+from .text import one_line, planner_wrote, quote, quote_prefix
 from .vision import FrameForVision, VisionBackend
 
 Part = TextPart | ImagePart
@@ -168,12 +168,16 @@ class ViewManager:
             self._only(args, {"name"}, name)
             pin = str(args.get("name", "")).strip()
             if pin not in self.pins:
-                raise ToolCallRejected(f"no view is pinned as {quote_prefix(pin)}; pinned: "
-                                       f"{', '.join(self.pins) or 'none'}")
+                raise ToolCallRejected(f"no view is pinned as {planner_wrote(pin, 60)}; pinned: "
+                                       f"{self._pin_names()}")
             del self.pins[pin]
-            return PreparedViews(self, [], f"unpinned {pin!r}")
+            return PreparedViews(self, [], f"unpinned {planner_wrote(pin, 60)}")
         raise ToolCallRejected(f"unknown view tool {quote_prefix(name)}; view tools: "
                                f"{', '.join(self.TOOL_NAMES)}")
+
+    def _pin_names(self) -> str:
+        """The pinned views' names (the planner wrote them), each quoted."""
+        return ", ".join(planner_wrote(n, 60) for n in self.pins) or "none"
 
     def _only(self, args: Mapping[str, Any], allowed: set[str], name: str) -> None:
         extra = sorted(set(args) - allowed)
@@ -221,7 +225,7 @@ class ViewManager:
             pin = pin.strip()  # stored trimmed: the same name replaces, never adds, a pin
             if pin not in self.pins and len(self.pins) >= MAX_PINS:
                 raise ToolCallRejected(f"at most {MAX_PINS} views can be pinned; unpin one "
-                                       f"first ({', '.join(self.pins)})")
+                                       f"first ({self._pin_names()})")
         cams = [cam] if isinstance(cam, str) else list(self.cameras)
         views = [v for v in (self._capture(c, box, "look") for c in cams) if v is not None]
         if not views:
@@ -237,7 +241,8 @@ class ViewManager:
         if pin is not None:
             self.pins[pin.strip()] = [dataclasses.replace(v, why=f"pinned:{pin.strip()}")
                                       for v in views]
-            notes.append(f"pinned as {pin.strip()!r} until unpin({pin.strip()!r})")
+            notes.append(f"pinned as {planner_wrote(pin.strip(), 60)} until unpin with that "
+                         "name")
         return PreparedViews(self, views, "; ".join(notes))
 
     def observe(self, cameras: Sequence[str] | None = None) -> PreparedViews:
@@ -296,7 +301,7 @@ class ViewManager:
         why = {"look": "", "watch": ", watched", "fixed": ", comes with every turn",
                "kept": ", kept from an earlier look"}.get(v.why, "")
         if v.why.startswith("pinned:"):
-            why = f", pinned as {v.why.split(':', 1)[1]!r}"
+            why = f", pinned as {planner_wrote(v.why.split(':', 1)[1], 60)}"
         return (f"{v.id}: {what}, {v.observation.width}x{v.observation.height} px, taken "
                 f"{age:.1f} s ago{why}")
 

@@ -47,7 +47,16 @@ from .base import (
     ToolCall,
     Usage,
 )
-from .common import HTTPModelProvider, ImageLimits, b64, dig, parse_tool_arguments, to_plain
+from .common import (
+    HTTPModelProvider,
+    ImageLimits,
+    b64,
+    dig,
+    json_safe,
+    parse_tool_arguments,
+    to_plain,
+    usage_count,
+)
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +170,7 @@ class AnthropicProvider(HTTPModelProvider):
             blocks.append({"type": "text", "text": text})
         for c in m.tool_calls:
             blocks.append({"type": "tool_use", "id": c.id, "name": c.name,
-                           "input": dict(c.arguments)})
+                           "input": json_safe(dict(c.arguments))})
         return blocks
 
     def _thinking_missing(self, messages: tuple[Message, ...]) -> bool:
@@ -174,10 +183,12 @@ class AnthropicProvider(HTTPModelProvider):
     # ------------------------------------------------------------------ transport
     def _send(self, params: dict[str, Any], timeout_s: float, deadline: float) -> Any:
         if not self.stream:
-            return to_plain(self._client.messages.create(**params, timeout=timeout_s))
+            return self._read_json(self._client.messages.with_streaming_response.create(
+                **params, timeout=timeout_s), deadline)
         stream = self._client.messages.create(**params, stream=True, timeout=timeout_s)
         try:
-            return self._accumulate(stream, deadline)
+            with self.cut_at(stream, deadline):
+                return self._accumulate(stream, deadline)
         finally:
             stream.close()
 
@@ -268,12 +279,14 @@ class AnthropicProvider(HTTPModelProvider):
                     self._thinking.popitem(last=False)
         if not calls:
             self._check_json(text, request)
-        u = raw.get("usage") or {}
+        u = raw.get("usage")  # dig: a usage that is no object counts nothing, the reply kept
         usage = Usage(
-            input_tokens=int(u.get("input_tokens") or 0),
-            output_tokens=int(u.get("output_tokens") or 0),
-            cache_read_tokens=int(u.get("cache_read_input_tokens") or 0),
-            cache_write_tokens=int(u.get("cache_creation_input_tokens") or 0),
+            input_tokens=usage_count(dig(u, "input_tokens"), "input_tokens"),
+            output_tokens=usage_count(dig(u, "output_tokens"), "output_tokens"),
+            cache_read_tokens=usage_count(dig(u, "cache_read_input_tokens"),
+                                          "cache_read_input_tokens"),
+            cache_write_tokens=usage_count(dig(u, "cache_creation_input_tokens"),
+                                           "cache_creation_input_tokens"),
         )
         return ModelReply(text=text, tool_calls=tuple(calls), usage=usage,
                           model=str(raw.get("model") or self.model), stop_reason=stop)

@@ -8,7 +8,10 @@ errors it can act on; they never end a run.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -127,7 +130,7 @@ class ModelReply:
 
 ErrorKind = Literal[
     "rate_limited", "server", "timeout", "connection", "malformed", "refusal", "empty",
-    "auth", "config", "bad_request",
+    "auth", "config", "bad_request", "cancelled",
 ]
 RETRYABLE: frozenset[str] = frozenset({"rate_limited", "server", "timeout", "connection"})
 
@@ -171,3 +174,25 @@ class RecordedCall:
     reply: ModelReply | None = None
     error: ModelError | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+# the cancel scope of model calls: here, not in retry.py, so the core may use it (the core
+# imports only models.base)
+_scope = threading.local()
+
+
+@contextlib.contextmanager
+def cancel_scope(event: threading.Event) -> Iterator[threading.Event]:
+    """Model calls made on this thread inside the block stop once ``event`` is set."""
+    outer = getattr(_scope, "event", None)
+    _scope.event = event
+    try:
+        yield event
+    finally:
+        _scope.event = outer
+
+
+def current_cancel() -> threading.Event | None:
+    """The cancel event of the :func:`cancel_scope` this thread is in, or None."""
+    event = getattr(_scope, "event", None)
+    return event if isinstance(event, threading.Event) else None

@@ -31,12 +31,15 @@ Keys
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import json
 import logging
+import math
 import random
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +81,36 @@ def b64(img: ImagePart) -> str:
 # --------------------------------------------------------------------------- tool arguments
 
 
+def json_int(digits: str) -> int | float:
+    """An integer literal from a reply's JSON.  Past Python's limit on digits (4,300),
+    ``int()`` refuses to convert it and the whole reply would be lost: it becomes a float
+    instead (an infinity), which the tool-argument checks refuse by name."""
+    try:
+        return int(digits)
+    except ValueError:
+        return float(digits)
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads`` for a model service's replies (see :func:`json_int`)."""
+    return json.loads(text, parse_int=json_int)
+
+
+def json_safe(value: Any, depth: int = 0) -> Any:
+    """``value`` with every float that is not finite replaced by its name as a string: a
+    model's own NaN or Infinity argument, resent as part of its earlier call, must not make
+    the next request impossible to encode (JSON has no such numbers)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if depth > 100:
+        return value
+    if isinstance(value, dict):
+        return {k: json_safe(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v, depth + 1) for v in value]
+    return value
+
+
 def parse_tool_arguments(raw: Any) -> tuple[dict[str, Any], str]:
     """Tool-call arguments as a dict, or ``({}, error)`` when they are not a JSON object.
 
@@ -93,7 +126,7 @@ def parse_tool_arguments(raw: Any) -> tuple[dict[str, Any], str]:
     if not raw.strip():
         return {}, ""
     try:
-        obj = json.loads(raw)
+        obj = loads(raw)
     except json.JSONDecodeError as e:
         return {}, (f"arguments are not valid JSON ({e.msg} at char {e.pos}): "
                     f"{_clip(repr(raw), 200)}")
@@ -127,17 +160,32 @@ def is_strict_schema(schema: Any) -> bool:
 # --------------------------------------------------------------------------- usage
 
 
-def _int(v: Any) -> int:
-    try:
-        return max(0, int(v or 0))
-    except (TypeError, ValueError):
+MAX_TOKEN_COUNT = 10**12  # no reply uses more tokens; a larger count is no count
+
+
+def usage_count(v: Any, what: str = "usage count") -> int:
+    """A token count from a reply's usage: a whole number from 0 to :data:`MAX_TOKEN_COUNT`
+    (an integral float such as ``12.0`` too).  Anything else (negative, fractional, NaN, a
+    string, a list) is logged as invalid, naming ``what``, and counted as 0: a usage block
+    is bookkeeping and never costs the reply it came with.  A missing count is 0."""
+    if v is None:
         return 0
+    if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+        v = int(v)
+    if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_TOKEN_COUNT:
+        return v
+    log.warning("invalid %s in a model reply's usage: %s (counted as 0)", what,
+                _clip(repr(v), 80))
+    return 0
 
 
 def openai_usage(total_in: Any, out: Any, cached: Any, written: Any = 0) -> Usage:
     """Split an OpenAI-style inclusive input total into uncached / cache read / cache write."""
-    t, c, w = _int(total_in), _int(cached), _int(written)
-    return Usage(input_tokens=max(0, t - c - w), output_tokens=_int(out),
+    t = usage_count(total_in, "input token count")
+    c = usage_count(cached, "cached token count")
+    w = usage_count(written, "cache write token count")
+    return Usage(input_tokens=max(0, t - c - w),
+                 output_tokens=usage_count(out, "output token count"),
                  cache_read_tokens=c, cache_write_tokens=w)
 
 
@@ -330,6 +378,9 @@ def _kind_for_status(status: int, body: Any) -> str:
 # --------------------------------------------------------------------------- the base class
 
 
+MAX_REPLY_BYTES = 64 * 1024 * 1024  # a non-streamed reply body larger than this is refused
+
+
 class HTTPModelProvider:
     """The call skeleton of a provider that talks to a model service through an SDK client.
 
@@ -360,6 +411,7 @@ class HTTPModelProvider:
         image_limits: ImageLimits | None = None,
         retry_policy: RetryPolicy | None = None,
         client: Any = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if purpose not in PURPOSES:
             raise ValueError(f"purpose must be one of {PURPOSES}, not {purpose!r}")
@@ -377,6 +429,7 @@ class HTTPModelProvider:
         self.retry_policy = dataclasses.replace(
             policy, max_retries=0 if purpose == "vision" else max_retries)
         self._sleep = sleep
+        self._clock = clock
         self._rng = rng or random.Random()
         self._secrets: tuple[str, ...] = (api_key,) if api_key else ()
         self._client = client if client is not None else self._make_client(api_key, base_url)
@@ -399,20 +452,24 @@ class HTTPModelProvider:
 
     # -- the call
     def complete(self, request: ModelRequest, *, timeout_s: float | None = None) -> ModelReply:
-        """One model call: a timeout on every attempt, bounded retries, latency measured.
+        """One model call: one deadline, ``timeout_s`` from now, for the whole call (every
+        attempt, every wait between them, every byte of every body), bounded retries, latency
+        measured.
 
         ``latency_s`` on the reply is the whole call (``time.monotonic``), retries and backoff
         included.  Raises :class:`ModelError` only.
         """
         t0 = time.monotonic()
         timeout = self.timeout_s if timeout_s is None else float(timeout_s)
+        deadline = self._clock() + timeout
         policy = self.retry_policy
         if request.purpose == "vision" and policy.max_retries:
             policy = dataclasses.replace(policy, max_retries=0)
         params = self._prepare(request)
-        reply = call_with_retries(lambda _n: self._attempt(params, request, timeout),
+        reply = call_with_retries(lambda _n: self._attempt(params, request, deadline),
                                   policy=policy, sleep=self._sleep, rng=self._rng,
-                                  model=self.model, label=f"{self.name} {request.purpose} call")
+                                  model=self.model, label=f"{self.name} {request.purpose} call",
+                                  deadline=deadline, clock=self._clock)
         return dataclasses.replace(reply, latency_s=time.monotonic() - t0,
                                    model=reply.model or self.model)
 
@@ -430,11 +487,15 @@ class HTTPModelProvider:
         raise err
 
     def _attempt(self, params: dict[str, Any], request: ModelRequest,
-                 timeout_s: float) -> ModelReply:
+                 deadline: float) -> ModelReply:
+        """One request, its reads bounded by what is left of the call's ``deadline``."""
         err: ModelError | None = None
-        deadline = time.monotonic() + timeout_s
+        left = deadline - self._clock()
+        if left <= 0:
+            raise ModelError("timeout", f"{self.name} call ran out of time before this attempt",
+                             model=self.model)
         try:
-            raw = self._send(params, timeout_s, deadline)
+            raw = self._send(params, left, time.monotonic() + left)
         except Exception as e:  # noqa: BLE001 - every SDK failure becomes a ModelError
             err = map_sdk_error(e, provider=self.name, model=self.model, secrets=self._secrets)
         if err is not None:
@@ -449,9 +510,56 @@ class HTTPModelProvider:
                 self._secrets)), model=self.model)
         raise err
 
+    def _read_json(self, response: Any, deadline: float) -> Any:
+        """The JSON body of a non-streamed reply, from the SDK's ``with_streaming_response``
+        context ``response``, read piece by piece against ``deadline``: the HTTP client's
+        timeout bounds each read, so a body trickled a few bytes at a time would otherwise
+        hold the call far past its timeout."""
+        chunks: list[bytes] = []
+        size = 0
+        with response as resp, self.cut_at(resp, deadline):
+            for chunk in resp.iter_bytes():
+                self._check_deadline(deadline)
+                size += len(chunk)
+                if size > MAX_REPLY_BYTES:
+                    raise ModelError("malformed", f"{self.name} reply body is over "
+                                     f"{MAX_REPLY_BYTES} bytes", model=self.model)
+                chunks.append(chunk)
+        self._check_deadline(deadline)
+        return loads(b"".join(chunks))
+
+    @contextlib.contextmanager
+    def cut_at(self, response: Any, deadline: float) -> Iterator[None]:
+        """Close ``response`` (a body being read) when ``deadline`` (``time.monotonic``)
+        passes: the checks between pieces cannot run while one piece (a stream's event, a
+        read) is still trickling in, so a timer ends it instead.  Whatever the reading then
+        raises, or however it ends, the call ends as a timeout."""
+        fired = threading.Event()
+
+        def cut() -> None:
+            fired.set()
+            try:
+                response.close()
+            except Exception:  # noqa: BLE001 - closing is best effort; the read then fails
+                log.debug("closing a reply at its deadline failed", exc_info=True)
+
+        timer = threading.Timer(max(0.0, deadline - time.monotonic()), cut)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        except Exception:
+            if not fired.is_set():
+                raise
+        finally:
+            timer.cancel()
+        if fired.is_set():
+            raise ModelError("timeout", f"{self.name} reply ran past the call's deadline",
+                             model=self.model)
+
     def _check_deadline(self, deadline: float) -> None:
         if time.monotonic() > deadline:
-            raise ModelError("timeout", f"{self.name} stream ran past its deadline",
+            raise ModelError("timeout", f"{self.name} reply ran past the call's deadline",
                              model=self.model)
 
     def _check_json(self, text: str, request: ModelRequest) -> None:

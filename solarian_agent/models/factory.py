@@ -60,14 +60,16 @@ def build_provider(
     sleep: Callable[[float], None] | None = None,
     rng: random.Random | None = None,
     stream: bool = False,
+    clock: Callable[[], float] | None = None,
 ) -> ModelProvider:
     """The provider ``cfg`` names, ready to call; raises :class:`ModelConfigError` otherwise.
 
     ``cfg`` is a ``ModelEndpointConfig`` or ``MonitorConfig`` (anything with their fields).
-    ``timeout_s`` is each attempt's default timeout (``complete(timeout_s=...)`` overrides it),
-    ``max_retries`` the retries for planner, monitor and router calls.  ``env`` replaces
-    ``os.environ`` for the key lookup; ``sleep`` / ``rng`` are the retry backoff's (tests pass
-    a recorder); ``stream`` asks for server-sent-event replies.
+    ``timeout_s`` is each call's default timeout, retries and the waits between them included
+    (``complete(timeout_s=...)`` overrides it), ``max_retries`` the retries for planner,
+    monitor and router calls.  ``env`` replaces ``os.environ`` for the key lookup; ``sleep`` /
+    ``rng`` are the retry backoff's and ``clock`` the one the call's deadline is kept on
+    (tests pass a recorder and a fake clock); ``stream`` asks for server-sent-event replies.
     """
     provider = str(cfg.provider or "")
     if purpose not in PURPOSES:
@@ -111,6 +113,7 @@ def build_provider(
         "stream": stream,
         "sleep": sleep or time.sleep,
         "rng": rng,
+        "clock": clock or time.monotonic,
     }
     thinking = cfg.thinking_budget
     effort = cfg.reasoning_effort

@@ -34,6 +34,7 @@ from .base import ImagePart, Message, ModelError, ModelReply, ModelRequest, Tool
 from .common import (
     OpenAIProvider,
     data_url,
+    dig,
     is_strict_schema,
     openai_usage,
     parse_tool_arguments,
@@ -121,11 +122,13 @@ class OpenAIChatProvider(OpenAIProvider):
     # ------------------------------------------------------------------ transport
     def _send(self, params: dict[str, Any], timeout_s: float, deadline: float) -> Any:
         if not self.stream:
-            return to_plain(self._client.chat.completions.create(**params, timeout=timeout_s))
+            return self._read_json(self._client.chat.completions.with_streaming_response.create(
+                **params, timeout=timeout_s), deadline)
         stream = self._client.chat.completions.create(
             **params, stream=True, stream_options={"include_usage": True}, timeout=timeout_s)
         try:
-            return self._accumulate(stream, deadline)
+            with self.cut_at(stream, deadline):
+                return self._accumulate(stream, deadline)
         finally:
             stream.close()
 
@@ -197,9 +200,9 @@ class OpenAIChatProvider(OpenAIProvider):
                              f"{finish or 'missing'})", model=self.model)
         if not calls:
             self._check_json(text, request)
-        u = raw.get("usage") or {}
-        usage = openai_usage(u.get("prompt_tokens"), u.get("completion_tokens"),
-                             (u.get("prompt_tokens_details") or {}).get("cached_tokens"))
+        u = raw.get("usage")  # dig: a usage that is no object counts nothing, the reply kept
+        usage = openai_usage(dig(u, "prompt_tokens"), dig(u, "completion_tokens"),
+                             dig(u, "prompt_tokens_details", "cached_tokens"))
         return ModelReply(text=text, tool_calls=tuple(calls), usage=usage,
                           model=str(raw.get("model") or self.model), stop_reason=finish)
 

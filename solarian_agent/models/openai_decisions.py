@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .base import Message, ModelError, ModelReply, ModelRequest
-from .common import OpenAIProvider, openai_usage, to_plain
+from .common import OpenAIProvider, dig, openai_usage, to_plain
 
 BREAKPOINT: dict[str, str] = {"mode": "explicit"}
 
@@ -142,10 +142,10 @@ class OpenAIDecisionsProvider(OpenAIProvider):
             names = ", ".join(q["name"] for q in questions)
             raise ModelError("refusal", f"the model declined to answer {names}",
                              model=self.model)
-        u = raw.get("usage") or {}
-        details = u.get("input_tokens_details") or {}
-        usage = openai_usage(u.get("input_tokens"), u.get("output_tokens"),
-                             details.get("cached_tokens"), details.get("cache_write_tokens"))
+        u = raw.get("usage")  # dig: a usage that is no object counts nothing, the reply kept
+        usage = openai_usage(dig(u, "input_tokens"), dig(u, "output_tokens"),
+                             dig(u, "input_tokens_details", "cached_tokens"),
+                             dig(u, "input_tokens_details", "cache_write_tokens"))
         return DecisionReply(text=json.dumps(out), usage=usage,
                              model=str(raw.get("model") or self.model), stop_reason="answered",
                              answers=tuple(detail))

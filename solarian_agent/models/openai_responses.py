@@ -97,23 +97,29 @@ class OpenAIResponsesProvider(OpenAIProvider):
     # ------------------------------------------------------------------ transport
     def _send(self, params: dict[str, Any], timeout_s: float, deadline: float) -> Any:
         if not self.stream:
-            return to_plain(self._client.responses.create(**params, timeout=timeout_s))
+            return self._read_json(self._client.responses.with_streaming_response.create(
+                **params, timeout=timeout_s), deadline)
         stream = self._client.responses.create(**params, stream=True, timeout=timeout_s)
         try:
-            for event in stream:
-                self._check_deadline(deadline)
-                ev = to_plain(event)
-                t = ev.get("type")
-                if t in _TERMINAL_EVENTS:
-                    return ev.get("response") or {}
-                if t == "error":
-                    raise ModelError(_error_kind(ev), f"stream error from {self.name}: "
-                                     f"{ev.get('message') or ev.get('code') or 'unknown'}",
-                                     model=self.model)
-            raise ModelError("malformed", "the stream ended without a final response",
-                             model=self.model)
+            with self.cut_at(stream, deadline):
+                return self._final_response(stream, deadline)
         finally:
             stream.close()
+
+    def _final_response(self, stream: Any, deadline: float) -> Any:
+        """The final response of a stream (or the error event's ModelError)."""
+        for event in stream:
+            self._check_deadline(deadline)
+            ev = to_plain(event)
+            t = ev.get("type")
+            if t in _TERMINAL_EVENTS:
+                return ev.get("response") or {}
+            if t == "error":
+                raise ModelError(_error_kind(ev), f"stream error from {self.name}: "
+                                 f"{ev.get('message') or ev.get('code') or 'unknown'}",
+                                 model=self.model)
+        raise ModelError("malformed", "the stream ended without a final response",
+                         model=self.model)
 
     # ------------------------------------------------------------------ reply
     def _parse(self, raw: Any, request: ModelRequest) -> ModelReply:
@@ -162,8 +168,8 @@ class OpenAIResponsesProvider(OpenAIProvider):
                              model=self.model)
         if not calls:
             self._check_json(text, request)
-        u = raw.get("usage") or {}
-        usage = openai_usage(u.get("input_tokens"), u.get("output_tokens"),
+        u = raw.get("usage")  # dig: a usage that is no object counts nothing, the reply kept
+        usage = openai_usage(dig(u, "input_tokens"), dig(u, "output_tokens"),
                              dig(u, "input_tokens_details", "cached_tokens"),
                              dig(u, "input_tokens_details", "cache_write_tokens"))
         stop = "tool_use" if calls else (reason or status or "completed")

@@ -8,6 +8,12 @@ an injectable ``sleep`` so tests never really wait.  A server's ``retry-after`` 
 ``RetryPolicy.max_retry_after_s`` ends the call at once instead of stalling the caller.  The
 error that finally escapes carries ``attempts`` (how many requests were sent).
 
+One deadline bounds the whole call, retries and waits included: a wait (a computed backoff or
+a server's hint) that would end past it ends the call at once.  A call made inside a
+:func:`cancel_scope` stops when the scope's event is set: no attempt starts and no wait goes
+on after that (the planner sets it when the run ends or the call's reply is discarded, the
+model-call worker for every call at shutdown).
+
 Perception calls (``purpose="vision"``) never retry: seed 001 allows one acquisition and one
 interpretation per call, so the provider gives them a policy with ``max_retries=0``.
 """
@@ -22,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .base import ModelError
+from .base import ModelError, current_cancel
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -87,6 +93,12 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     return max(0.0, float(email.utils.mktime_tz(parsed)) - time.time())
 
 
+def cancelled_error(label: str, model: str, attempts: int) -> ModelError:
+    return ModelError("cancelled", f"{label} was cancelled (its run ended or its reply is no "
+                      "longer wanted); no further attempt was made", model=model,
+                      attempts=attempts)
+
+
 def call_with_retries(
     attempt: Callable[[int], T],
     *,
@@ -95,16 +107,26 @@ def call_with_retries(
     rng: random.Random | None = None,
     model: str = "",
     label: str = "model call",
+    deadline: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> T:
     """Run ``attempt(n)`` (n = 1, 2, ...) until it returns, retrying retryable ModelErrors.
 
     Anything other than a :class:`ModelError` propagates unchanged (a provider maps SDK
     exceptions before they get here).  The final error is a fresh ``ModelError`` of the same
-    kind with ``attempts`` set.
+    kind with ``attempts`` set.  With ``deadline`` (on ``clock``), no wait runs past it: the
+    call gives up instead.  Inside a :func:`cancel_scope`, a set event ends the call before
+    the next attempt, and the default ``sleep`` wakes as soon as it is set.
     """
     rng = rng or random.Random()
+    cancel = current_cancel()
+    wait: Callable[[float], object] = sleep
+    if cancel is not None and sleep is time.sleep:
+        wait = cancel.wait  # an interruptible wait: a cancel never waits out a retry-after
     n = 0
     while True:
+        if cancel is not None and cancel.is_set():
+            raise cancelled_error(label, model, n)
         n += 1
         try:
             return attempt(n)
@@ -120,9 +142,17 @@ def call_with_retries(
                 f"{err.message} (the server asked to wait {retry_after:.0f} s, longer than the "
                 f"{policy.max_retry_after_s:.0f} s this provider waits)",
                 model=err.model or model, attempts=n)
+        left = None if deadline is None else deadline - clock()
+        if left is not None and delay >= left:
+            raise ModelError(
+                err.kind,
+                f"{err.message} (gave up after {n} attempt{'s' if n > 1 else ''}: the next "
+                f"would start in {delay:.1f} s, past the call's deadline, "
+                f"{max(0.0, left):.1f} s away)",
+                model=err.model or model, attempts=n)
         log.warning("%s failed (%s), attempt %d of %d; retrying in %.2f s",
                     label, err.kind, n, policy.max_retries + 1, delay)
-        sleep(delay)
+        wait(delay)
 
 
 def _final(err: ModelError, attempts: int, model: str) -> ModelError:

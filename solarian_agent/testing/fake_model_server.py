@@ -15,8 +15,9 @@ and rendered in the wire format of the endpoint that was called:
 
 * :class:`Reply` — text, tool calls (arguments as a dict, or as raw text to send malformed
   JSON), optional thinking, usage, an optional ``delay_s`` before the reply,
-  ``chunk_delay_s`` between streamed events and ``stream_error`` (the service's error event
-  in the middle of a stream);
+  ``chunk_delay_s`` between streamed events, ``trickle_s`` between the small pieces of a
+  non-streamed body (every read sees data, so only a bound on the whole call ends it) and
+  ``stream_error`` (the service's error event in the middle of a stream);
 * :class:`Refusal`, :class:`Empty` — a refusal / a reply with nothing in it;
 * :class:`HTTPError` — any status with the service's error body, ``retry_after`` header;
 * :class:`Malformed` — a 200 whose body is not valid JSON (or any raw bytes);
@@ -64,6 +65,7 @@ __all__ = [
 ]
 
 REDACTED = "<redacted>"
+TRICKLE_BYTES = 8
 _SECRET_HEADERS = ("authorization", "x-api-key", "api-key", "proxy-authorization")
 
 
@@ -92,6 +94,11 @@ class Reply:
     model: str | None = None
     delay_s: float = 0.0
     chunk_delay_s: float = 0.0
+    # the body (a plain JSON reply, or each server-sent event) goes out TRICKLE_BYTES at a
+    # time, this far apart
+    trickle_s: float = 0.0
+    # plain JSON replies only: sent as the reply's usage as it is (a hostile usage block)
+    raw_usage: Any = None
     # streams only: after two events, send the service's error event and end the stream
     stream_error: HTTPError | None = None
 
@@ -173,6 +180,7 @@ class FakeModelServer:
         self.unscripted = 0
         self._script: list[ScriptEntry] = []
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -250,6 +258,12 @@ class FakeModelServer:
     def _record(self, req: RecordedRequest) -> None:
         with self._lock:
             self.requests.append(req)
+            self._arrived.notify_all()
+
+    def wait_for_requests(self, n: int, timeout_s: float) -> bool:
+        """Block until ``n`` requests have arrived (True) or ``timeout_s`` passed (False)."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: len(self.requests) >= n, timeout_s)
 
     def _next_id(self, prefix: str) -> str:
         with self._lock:
@@ -330,9 +344,11 @@ class _Handler(BaseHTTPRequestHandler):
                 failure = getattr(entry, "stream_error", None)
                 if failure is not None:
                     events = _fail_after(events, 2, _stream_error(flavour, failure))
-                self._sse(events, getattr(entry, "chunk_delay_s", 0.0))
+                self._sse(events, getattr(entry, "chunk_delay_s", 0.0),
+                          getattr(entry, "trickle_s", 0.0))
             else:
-                self._json(200, next(iter(events))[1])
+                self._json(200, next(iter(events))[1],
+                           trickle_s=getattr(entry, "trickle_s", 0.0))
 
     def _auth_ok(self, flavour: str | None) -> bool | None:
         key = self.fake.api_key
@@ -345,22 +361,36 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- writing
     def _send(self, status: int, data: bytes, content_type: str,
-              headers: dict[str, str] | None = None) -> None:
+              headers: dict[str, str] | None = None, trickle_s: float = 0.0) -> None:
         self.send_response(status)
         self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(data)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.end_headers()
-        self.wfile.write(data)
-        self.wfile.flush()
+        self._write(data, trickle_s)
 
-    def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+    def _write(self, data: bytes, trickle_s: float) -> None:
+        if trickle_s <= 0:
+            self.wfile.write(data)
+            self.wfile.flush()
+            return
+        for i in range(0, len(data), TRICKLE_BYTES):
+            if self.fake._stopping.is_set():
+                return
+            self.wfile.write(data[i:i + TRICKLE_BYTES])
+            self.wfile.flush()
+            self.fake._wait(trickle_s)
+
+    def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None,
+              trickle_s: float = 0.0) -> None:
         self._send(status, json.dumps(obj).encode(), "application/json",
                    {"request-id": self.fake._next_id("req"),
-                    "x-request-id": self.fake._next_id("req"), **(headers or {})})
+                    "x-request-id": self.fake._next_id("req"), **(headers or {})},
+                   trickle_s)
 
-    def _sse(self, events: Iterator[tuple[str | None, Any]], chunk_delay_s: float) -> None:
+    def _sse(self, events: Iterator[tuple[str | None, Any]], chunk_delay_s: float,
+             trickle_s: float = 0.0) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
@@ -368,8 +398,9 @@ class _Handler(BaseHTTPRequestHandler):
         for name, data in events:
             chunk = (f"event: {name}\n" if name else "") + "data: " + (
                 data if isinstance(data, str) else json.dumps(data)) + "\n\n"
-            self.wfile.write(chunk.encode())
-            self.wfile.flush()
+            if self.fake._stopping.is_set():
+                return
+            self._write(chunk.encode(), trickle_s)
             self.fake._wait(chunk_delay_s)
         self.close_connection = True
 
@@ -510,7 +541,7 @@ def _anthropic(fake: FakeModelServer, entry: ScriptEntry, model: str, req: dict[
         msg["stop_details"] = {"type": "refusal", "category": None,
                                "explanation": entry.text}
     if not stream:
-        yield None, msg
+        yield None, ({**msg, "usage": r.raw_usage} if r.raw_usage is not None else msg)
         return
     yield "message_start", {"type": "message_start", "message": {
         **msg, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}}
@@ -580,7 +611,7 @@ def _chat(fake: FakeModelServer, entry: ScriptEntry, model: str, req: dict[str, 
     if not stream:
         yield None, {**base, "object": "chat.completion", "choices": [
             {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-            "usage": usage}
+            "usage": r.raw_usage if r.raw_usage is not None else usage}
         return
 
     def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
@@ -641,7 +672,7 @@ def _responses(fake: FakeModelServer, entry: ScriptEntry, model: str, req: dict[
                       "output_tokens_details": {"reasoning_tokens": 0},
                       "total_tokens": total_in + r.output_tokens}}
     if not stream:
-        yield None, resp
+        yield None, ({**resp, "usage": r.raw_usage} if r.raw_usage is not None else resp)
         return
     seq = iter(range(1_000_000))
     yield "response.created", {"type": "response.created", "sequence_number": next(seq),

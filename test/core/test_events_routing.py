@@ -564,9 +564,10 @@ def test_task_status_and_cancel_task_refuse_unknown_and_ended_tasks():
     h.say("go")
     assert h.run_until(lambda: h.planner.status == "succeeded", 5)
     r = tool_results(h.provider.calls[2].request)[-3:]
-    assert r[0].startswith("refused: no task a99999")
+    # the ids the planner named come back quoted as its own words
+    assert r[0].startswith('refused: no task ⟦planner: "a99999"⟧')
     assert "already ended (succeeded: waited)" in r[1]
-    assert r[2].startswith("refused: no timer t9")
+    assert r[2].startswith('refused: no timer ⟦planner: "t9"⟧')
 
 
 def _first_task(req):
@@ -778,7 +779,8 @@ def test_timers_wake_the_planner_repeat_and_are_cancelled():
     assert 'Timer t2 fired (#1, repeats every 1.5 s): ⟦timer note: "tick"⟧' in last_user_text(
         h.provider.calls[1].request)
     results = tool_results(h.provider.calls[1].request)
-    assert results[0].startswith("timer t1 set: t1 fires in 2.0 s (look again)")
+    assert results[0].startswith(
+        'timer t1 set: t1 fires in 2.0 s, note \u27e6planner: "look again"\u27e7')
     assert h.run_until(lambda: len(h.provider.calls) == 3, 2)
     # after cancel_timer the continuation call, then the one-shot fires; the repeat is gone
     h.runtime.run_for(1.0)

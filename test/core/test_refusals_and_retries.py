@@ -129,7 +129,8 @@ def test_retries_per_step_fails_the_step_and_refuses_its_retry_until_the_plan_ch
     assert "has now failed 3 times in a row" in woke and "Change the plan" in woke
     assert "[failed] explode" in woke
     refused = _tool_results(calls[4])[-1]
-    assert refused.startswith("refused: plan step 1 ('explode') failed 3 times")
+    assert refused.startswith(
+        'refused: plan step 1 (\u27e6planner: "explode"\u27e7) failed 3 times')
     refused_again = _tool_results(calls[5])[-1]
     assert "failed 3 times" in refused_again
     assert "[failed] explode" in _tool_results(calls[5])[-2]  # the rewrite kept it failed

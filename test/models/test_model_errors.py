@@ -36,7 +36,8 @@ WIRE = [pytest.param(p, s, id=f"{p}-{'sse' if s else 'json'}") for p in ALL
 def test_rate_limited_then_success_honours_retry_after(make: Any, server: Any, sleeps: Any,
                                                        provider: str) -> None:
     server.add(HTTPError(429, "slow down", retry_after=7), Reply("ok"))
-    reply = make(provider).complete(turn(), timeout_s=5)
+    # the wait counts against the call's one deadline: 7 s of 10
+    reply = make(provider).complete(turn(), timeout_s=10)
     assert reply.text == "ok"
     assert sleeps.calls == [7.0]
     assert len(server.requests) == 2
@@ -118,10 +119,16 @@ def test_a_reply_slower_than_the_timeout(make: Any, server: Any, provider: str,
     assert time.monotonic() - t0 < 1.8
 
 
-def test_a_timeout_is_retried_for_the_planner(make: Any, server: Any, sleeps: Any) -> None:
-    server.add(Reply("late", delay_s=2.0), Reply("in time"))
-    reply = make("anthropic", max_retries=1).complete(turn(), timeout_s=0.3)
-    assert reply.text == "in time" and len(sleeps.calls) == 1
+def test_a_timeout_that_used_the_whole_call_is_not_retried(make: Any, server: Any,
+                                                           sleeps: Any) -> None:
+    # timeout_s bounds the whole call, retries included: an attempt that timed out left no
+    # time for another
+    server.add(Reply("late", delay_s=2.0), Reply("never sent"))
+    with pytest.raises(ModelError) as e:
+        make("anthropic", max_retries=1).complete(turn(), timeout_s=0.3)
+    assert e.value.kind == "timeout" and e.value.attempts == 1, e.value
+    assert "past the call's deadline" in e.value.message
+    assert sleeps.calls == [] and len(server.requests) == 1
 
 
 @pytest.mark.parametrize("provider", ALL)

@@ -111,8 +111,9 @@ def test_pin_until_unpin():
     for _ in range(3):
         turn = vm.images_for_turn()
         assert [i.observation_id for i in images(turn)] == [pid]
-        assert "pinned as 'before'" in texts(turn)[0]
-    assert vm.handle("unpin", {"name": "before"}) == [TextPart("unpinned 'before'")]
+        assert 'pinned as \u27e6planner: "before"\u27e7' in texts(turn)[0]
+    assert vm.handle("unpin", {"name": "before"}) == [
+        TextPart('unpinned \u27e6planner: "before"\u27e7')]
     assert vm.images_for_turn() == []
     with pytest.raises(ToolCallRejected, match="no view is pinned"):
         vm.handle("unpin", {"name": "before"})

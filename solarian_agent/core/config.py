@@ -21,6 +21,8 @@ import yaml
 
 from .errors import ConfigError
 
+_S = TypeVar("_S")
+
 T = TypeVar("T")
 
 PLANNER_PROVIDERS = ("anthropic", "openai", "rules", "scripted")
@@ -333,6 +335,22 @@ def read_yaml(path: str | Path, missing: str = "file not found") -> Any:
         raise ConfigError(str(path), missing) from e
     except yaml.YAMLError as e:
         raise ConfigError(str(path), f"not valid YAML: {e}") from e
+
+
+def settings_from_mapping(cls: type[_S], data: Any, where: str) -> _S:
+    """A frozen settings dataclass with a ``where`` field (its YAML path) from a YAML mapping:
+    None gives the defaults; a non-mapping or an unknown key is a ConfigError naming its path
+    and the known keys; each value is then checked by the class's own ``__post_init__``."""
+    if data is None:
+        return cls(where=where)  # type: ignore[call-arg]
+    if not isinstance(data, typing.Mapping):
+        raise ConfigError(where, f"expected a mapping, got {type(data).__name__}")
+    known = {f.name for f in dataclasses.fields(cls)} - {"where"}  # type: ignore[arg-type]
+    unknown = sorted(set(map(str, data)) - known)
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}",
+                          f"unknown setting; known: {', '.join(sorted(known))}")
+    return cls(where=where, **{str(k): v for k, v in data.items()})  # type: ignore[call-arg]
 
 
 def yaml_block(path: str | Path, key: str, missing: str = "file not found") -> dict[str, Any]:

@@ -17,8 +17,8 @@ one small READ of one servo every ``current_every_ticks`` ticks, round-robin: si
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from solarian_agent.core.errors import ConfigError
@@ -63,16 +63,9 @@ class HealthConfig:
 
     @classmethod
     def from_mapping(cls, data: Any, where: str = "arm.health") -> HealthConfig:
-        if data is None:
-            return cls(where=where)
-        if not isinstance(data, Mapping):
-            raise ConfigError(where, f"expected a mapping, got {type(data).__name__}")
-        known = {f.name for f in fields(cls)} - {"where"}
-        unknown = sorted(set(map(str, data)) - known)
-        if unknown:
-            raise ConfigError(f"{where}.{unknown[0]}",
-                              f"unknown setting; known: {', '.join(sorted(known))}")
-        return cls(where=where, **{str(k): v for k, v in data.items()})
+        from solarian_agent.core.config import settings_from_mapping
+
+        return settings_from_mapping(cls, data, where)
 
     @classmethod
     def from_yaml(cls, path: str | None = None) -> HealthConfig:

@@ -26,8 +26,8 @@ the arm is).  Every value is read back; a servo that kept another value is a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from solarian_agent.core.errors import ConfigError
@@ -90,16 +90,9 @@ class ServoSettings:
 
     @classmethod
     def from_mapping(cls, data: Any, where: str = "arm.servo_settings") -> ServoSettings:
-        if data is None:
-            return cls(where=where)
-        if not isinstance(data, Mapping):
-            raise ConfigError(where, f"expected a mapping, got {type(data).__name__}")
-        known = {f.name for f in fields(cls)} - {"where"}
-        unknown = sorted(set(map(str, data)) - known)
-        if unknown:
-            raise ConfigError(f"{where}.{unknown[0]}",
-                              f"unknown setting; known: {', '.join(sorted(known))}")
-        return cls(where=where, **{str(k): v for k, v in data.items()})
+        from solarian_agent.core.config import settings_from_mapping
+
+        return settings_from_mapping(cls, data, where)
 
 
 @dataclass(frozen=True)

@@ -191,7 +191,8 @@ class ArmModel:
         # where shoulder_pan's axis crosses the table plane's x (the arm turns about it)
         with self._lock:
             pin.forwardKinematics(model, self._data, self._q_full)
-            self.pan_axis_x = float(self._data.oMi[model.getJointId("shoulder_pan")].translation[0])
+            pan = self._data.oMi[model.getJointId("shoulder_pan")]
+            self.pan_axis_x = float(pan.translation[0])
 
     # construction ------------------------------------------------------------------------
     @classmethod

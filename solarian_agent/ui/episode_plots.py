@@ -1,7 +1,8 @@
 """What the viewer plots, as data on the episode's axis (seconds from its start): joint positions
-and the jaws' opening (mm, from the gripper joint's angle) from the bag's joint_states; each monitor question's answers and
-probabilities with its rules' thresholds (the questions from ``episode_started``, the answers
-from ``monitor_answer`` events or the bag's verdicts); and the span of every action."""
+and the jaws' opening (mm, from the gripper joint's angle) from the bag's joint_states; each
+monitor question's answers and probabilities with its rules' thresholds (the questions from
+``episode_started``, the answers from ``monitor_answer`` events or the bag's verdicts); and the
+span of every action."""
 
 from __future__ import annotations
 

@@ -93,7 +93,8 @@ def main(args: Sequence[str] | None = None) -> int:
                                f"{opts.camera}/image_raw frame")
             return np.asarray(img.data)
 
-        print("jog the tool point (the fixed jaw's inner face, just above its tip) onto each mark with teleop or the panel")
+        print("jog the tool point (the fixed jaw's inner face, just above its tip) onto each "
+              "mark with teleop or the panel")
         ui = TerminalTouchUI(opts.clicks, save_dir=path.parent)
         result = touch_calibration(intr, arm_tip_source(positions), grab, ui,
                                    max_rms_px=opts.max_error)

@@ -1,18 +1,20 @@
 """The SO-101 arm's kinematics, read from ``urdf/so101.urdf`` through Pinocchio.
 
 Conventions (see the URDF header): world x forward, y left, z up, metres, the table top at
-z = 0 and the arm base at the origin.  ``q`` is the six joint positions in
-:data:`JOINT_NAMES` order (five revolute arm joints in radians, then the gripper aperture in
-metres); every method also accepts just the five arm joints.
+z = 0 under the arm's base.  ``q`` is the six joint positions in :data:`JOINT_NAMES` order, in
+radians: the five arm joints and the moving jaw, each LeRobot's calibrated degrees times
+pi/180; every method also accepts just the five arm joints.  The tool point is the published
+gripper frame (:data:`TIP_FRAME`), whose z axis is the approach direction.
 
 The tool pose is reduced to what a 5-DOF arm controls:
 
-* ``pitch`` — the angle of the fingers below the horizontal, measured in the arm's vertical
-  plane: 0 = pointing forward, +pi/2 = pointing straight down.  It is the sum of
-  shoulder_lift, elbow_flex and wrist_flex.
-* ``yaw`` — the gripper's rotation about the vertical, taken from its closing axis
-  (``atan2(-R[0,1], R[1,1])``): equal to shoulder_pan when wrist_roll is 0, and shifted by the
-  roll when the fingers point down.
+* ``pitch`` -- the angle of the approach axis below the horizontal, measured in the arm's
+  vertical plane: 0 = pointing forward, +pi/2 = pointing straight down.  It is the sum of
+  shoulder_lift, elbow_flex and wrist_flex (their axes are parallel and at all zeros the
+  approach is level).
+* ``yaw`` -- the heading, about the vertical, of the jaws' closing direction, taken from the
+  jaw axis (the tool frame's y: ``atan2(-R[0,1], R[1,1])``).  When the jaws point straight
+  down it is what wrist_roll turns (see :meth:`ArmModel.roll_for_yaw`).
 
 :meth:`ArmModel.ik` solves position + pitch by damped least squares within the joint limits
 (wrist_roll is kept from ``q0``) and raises :class:`UnreachableError` with the residual when it
@@ -43,19 +45,13 @@ ARM_JOINTS: tuple[str, ...] = (
 )
 GRIPPER_JOINT = "gripper"
 JOINT_NAMES: tuple[str, ...] = (*ARM_JOINTS, GRIPPER_JOINT)
-TIP_FRAME = "gripper_tip"
-# joints that mimic the gripper aperture in the URDF: (name, multiplier)
-_MIMIC: tuple[tuple[str, float], ...] = (
-    ("gripper_left_finger_joint", 0.5),
-    ("gripper_right_finger_joint", -0.5),
-)
+TIP_FRAME = "gripper_frame_link"
 _PKG = "solarian_agent"
 _URDF_NAME = "so101.urdf"
 
-
-
 if TYPE_CHECKING:
     from .safety import Workspace, WorkspaceGuard
+
 
 class KinematicsError(CoreError):
     """Base of the arm model's errors."""
@@ -134,6 +130,16 @@ class IKConfig:
     stall_iters: int = 6  # give up a seed after this many iterations without 1 % progress
 
 
+def _joint_axis(model: pin.Model, jid: int) -> np.ndarray:
+    """A revolute joint's axis in its own frame (Pinocchio keeps x/y/z axes as joint types)."""
+    short = model.joints[jid].shortname()
+    for suffix, axis in (("RX", (1.0, 0.0, 0.0)), ("RY", (0.0, 1.0, 0.0)),
+                         ("RZ", (0.0, 0.0, 1.0))):
+        if short.endswith(suffix):
+            return np.array(axis)
+    raise KinematicsError(f"joint {model.names[jid]!r} is not revolute about x, y or z ({short})")
+
+
 def _wrap(a: float) -> float:
     return (a + math.pi) % (2.0 * math.pi) - math.pi
 
@@ -174,19 +180,19 @@ class ArmModel:
         self._idx_v = np.array(
             [model.joints[model.getJointId(n)].idx_v for n in ARM_JOINTS], dtype=int
         )
-        self._mimic = [
-            (model.joints[model.getJointId(n)].idx_q, k)
-            for n, k in _MIMIC
-            if model.existJointName(n)
-        ]
         self.limits = limits
         self.lower = np.array([limits[n].lower for n in JOINT_NAMES])
         self.upper = np.array([limits[n].upper for n in JOINT_NAMES])
         self.velocity = np.array([limits[n].velocity for n in JOINT_NAMES])
         self._tip_id = model.getFrameId(TIP_FRAME)
         self._lift_jid = model.getJointId("shoulder_lift")
-        self._lift_axis_local = np.array([0.0, 1.0, 0.0])
+        self._lift_axis_local = _joint_axis(model, self._lift_jid)
         self._q_full = pin.neutral(model)
+        # where shoulder_pan's axis crosses the table plane's x (the arm turns about it)
+        with self._lock:
+            pin.forwardKinematics(model, self._data, self._q_full)
+            pan = self._data.oMi[model.getJointId("shoulder_pan")]
+            self.pan_axis_x = float(pan.translation[0])
 
     # construction ------------------------------------------------------------------------
     @classmethod
@@ -223,9 +229,6 @@ class ArmModel:
             raise ValueError(f"q must have 5 or 6 values ({JOINT_NAMES}), got {a.shape[0]}")
         full: np.ndarray = self._q_full.copy()
         full[self._idx_q[: a.shape[0]]] = a
-        if a.shape[0] == 6:
-            for iq, k in self._mimic:
-                full[iq] = k * a[5]
         return full
 
     def _fk_locked(self, q: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -241,14 +244,14 @@ class ArmModel:
     def _pitch_yaw(self, rot: np.ndarray) -> tuple[float, float]:
         axis = self._data.oMi[self._lift_jid].rotation @ self._lift_axis_local
         fwd = np.array([axis[1], -axis[0], 0.0])  # axis x z
-        x = rot[:, 0]
-        pitch = math.atan2(-float(x[2]), float(x @ fwd))
+        approach = rot[:, 2]
+        pitch = math.atan2(-float(approach[2]), float(approach @ fwd))
         yaw = math.atan2(-float(rot[0, 1]), float(rot[1, 1]))
         return pitch, yaw
 
     # queries ------------------------------------------------------------------------------
     def fk(self, q: Sequence[float] | np.ndarray) -> tuple[np.ndarray, float, float]:
-        """``(xyz, pitch, yaw)`` of ``gripper_tip`` in the world."""
+        """``(xyz, pitch, yaw)`` of the tool point in the world."""
         with self._lock:
             self._fk_locked(q)
             m = pin.updateFramePlacement(self.model, self._data, self._tip_id)
@@ -304,7 +307,7 @@ class ArmModel:
         pitch: float,
         q0: Sequence[float] | np.ndarray | None = None,
     ) -> np.ndarray:
-        """Joint positions putting ``gripper_tip`` at ``target_xyz`` with ``pitch``.
+        """Joint positions putting the tool point at ``target_xyz`` with ``pitch``.
 
         Damped least squares on position + pitch, clamped to the joint limits at every step;
         starts from ``q0`` (default: zeros) and then from a few elbow-up seeds.  Returns the
@@ -319,14 +322,15 @@ class ArmModel:
             raise ValueError(f"q0 must have 5 or 6 values, got {start.shape[0]}")
         q_start = self.clamp(start[:5])
         lo, hi = self.lower[:5], self.upper[:5]
-        heading = math.atan2(target[1], target[0])
+        # shoulder_pan turns clockwise seen from above: facing a heading h takes pan = -h
+        facing = -math.atan2(target[1], target[0] - self.pan_axis_x)
         roll = q_start[4]
         seeds = [q_start]
         # elbow-up / elbow-down seeds facing the target, then leaning back over the base
         for back, lift, elbow in ((False, 0.4, 0.2), (False, 0.0, 1.0), (False, -0.6, 1.5),
                                   (False, 0.9, -0.6), (True, -0.8, -0.6), (True, -1.2, 0.4),
                                   (True, -0.3, -1.4)):
-            pan = _wrap(heading + math.pi) if back else heading
+            pan = _wrap(facing + math.pi) if back else facing
             pan = float(np.clip(pan, lo[0], hi[0]))
             wrist = float(np.clip(_wrap(pitch - lift - elbow), lo[3], hi[3]))
             seeds.append(np.array([pan, lift, elbow, wrist, roll]))
@@ -367,6 +371,25 @@ class ArmModel:
             raise ValueError("ik_search needs at least one pitch")
         raise best
 
+    def roll_for_yaw(self, q: Sequence[float] | np.ndarray, yaw: float) -> float:
+        """The wrist_roll that turns the jaws' closing direction to heading ``yaw`` with the other
+        joints of ``q`` kept (exact when the approach is vertical, the usual top-down pick).
+
+        A grasp does not care which jaw is on which side, so of the rolls ``yaw`` and
+        ``yaw + pi`` give, the one nearest the middle of the roll's range is returned (clamped
+        into the limits)."""
+        q5 = np.array(np.asarray(q, dtype=float).ravel()[:5])
+        q5[4] = 0.0
+        yaw0 = self.fk(q5)[2]
+        q5[4] = 0.1
+        sign = 1.0 if _wrap(self.fk(q5)[2] - yaw0) > 0 else -1.0
+        lo, hi = float(self.lower[4]), float(self.upper[4])
+        mid = 0.5 * (lo + hi)
+        base = sign * _wrap(yaw - yaw0)
+        options = [base + k * math.pi for k in (-2, -1, 0, 1, 2)]
+        best = min(options, key=lambda r: (not lo <= r <= hi, abs(r - mid)))
+        return float(min(hi, max(lo, best)))
+
     def _dls(self, q: np.ndarray, target: np.ndarray, pitch: float,
              cfg: IKConfig) -> tuple[np.ndarray, float, float]:
         lo, hi = self.lower[:5], self.upper[:5]
@@ -392,6 +415,7 @@ class ArmModel:
             jw = jt.copy()
             jw[3] *= w
             free = np.ones(5, dtype=bool)
+            free[4] = False  # wrist_roll stays where q0 put it: it turns the jaws, not the tip
             for _pass in range(2):
                 js = jw * free
                 dq = js.T @ np.linalg.solve(js @ js.T + lam2 * np.eye(4), e)

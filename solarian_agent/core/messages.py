@@ -48,7 +48,7 @@ class CameraInfo:
 
 @dataclass(frozen=True)
 class JointState:
-    """Arm joints in radians; the gripper joint in metres of aperture (URDF units)."""
+    """Joint positions in radians (URDF units); the gripper's is the moving jaw's angle."""
 
     stamp: float
     name: tuple[str, ...]

@@ -1,7 +1,7 @@
 """``ros2 run solarian_agent calibrate_camera --camera overhead``: the touch calibration of a
 camera's pose against the running robot graph.
 
-The arm node owns the servo bus and the camera node the camera, so here the gripper tip comes
+The arm node owns the servo bus and the camera node the camera, so here the tool point comes
 from ``joint_states`` (through the URDF) and the frame from ``<camera>/image_raw``; jog the tip
 onto each mark with teleop or the operator panel (the arm keeps its torque and its limits), press
 Enter, then move the arm out of view for the frame.  The same procedure and refusals as
@@ -93,7 +93,8 @@ def main(args: Sequence[str] | None = None) -> int:
                                f"{opts.camera}/image_raw frame")
             return np.asarray(img.data)
 
-        print("jog the gripper tip onto each mark with teleop or the panel")
+        print("jog the tool point (the fixed jaw's inner face, just above its tip) onto each "
+              "mark with teleop or the panel")
         ui = TerminalTouchUI(opts.clicks, save_dir=path.parent)
         result = touch_calibration(intr, arm_tip_source(positions), grab, ui,
                                    max_rms_px=opts.max_error)

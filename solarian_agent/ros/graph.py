@@ -154,7 +154,7 @@ def calibrate_camera_node(camera: str = "overhead") -> NodeSpec:
         (_sub(names.JOINT_STATES, names.T_JOINT_STATE, RELIABLE),
          _sub(names.image_topic(camera), names.T_IMAGE, SENSOR_DATA)),
         description="Touch calibration of a camera's pose against the running graph: the "
-                    "gripper tip from joint_states, one frame from <camera>/image_raw.")
+                    "tool point from joint_states, one frame from <camera>/image_raw.")
 
 
 def arm_node() -> NodeSpec:

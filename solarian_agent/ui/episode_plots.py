@@ -1,16 +1,18 @@
 """What the viewer plots, as data on the episode's axis (seconds from its start): joint positions
-and the gripper's aperture from the bag's joint_states; each monitor question's answers and
-probabilities with its rules' thresholds (the questions from ``episode_started``, the answers
-from ``monitor_answer`` events or the bag's verdicts); and the span of every action."""
+and the jaws' opening (mm, from the gripper joint's angle) from the bag's joint_states; each
+monitor question's answers and probabilities with its rules' thresholds (the questions from
+``episode_started``, the answers from ``monitor_answer`` events or the bag's verdicts); and the
+span of every action."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..arm.jaw import SO101_JAW
 from .episode_data import Episode
 
-GRIPPER = "gripper"  # the joint whose position is the gripper's aperture in metres
+GRIPPER = "gripper"  # the moving jaw's joint: its angle (rad) is plotted as the jaws' opening
 ANSWER_KINDS = ("monitor_answer", "monitor_verdict")
 
 
@@ -37,7 +39,7 @@ def joint_plots(ep: Episode, t0: float) -> dict[str, Any]:
     gripper = series.pop(GRIPPER, None)
     return {"t": ts, "joints": [{"name": n, "values": v} for n, v in series.items()],
             "gripper_mm": None if gripper is None else
-            [None if v is None else _r(1000 * v, 2) for v in gripper]}
+            [None if v is None else _r(1000 * SO101_JAW.opening(v), 2) for v in gripper]}
 
 
 def rule_text(rule: Mapping[str, Any]) -> str:

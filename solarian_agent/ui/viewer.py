@@ -3,7 +3,7 @@
 The page opens on the episode's first frames and plays them as a video with its events beside
 it and below it on one time axis in seconds from the episode's start: labelled lanes for the
 agent's events, the planner's turns, the operator's actions and the monitor's verdicts (by
-decision); the spans of the actions; plots of the joint positions and the gripper's aperture;
+decision); the spans of the actions; plots of the joint positions and the jaws' opening;
 and one plot per monitor question with its answers, their probabilities and the thresholds of
 its rules.  The trackers' overlays are drawn on the frames they were logged for, as the
 controller draws them on the planner's images (the mask's outline; ``o`` toggles them);

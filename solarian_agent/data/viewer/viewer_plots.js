@@ -1,6 +1,6 @@
 // Episode viewer: the timeline's rows, all on one time axis in seconds from the episode's start.
 // Lanes of event marks (agent, planner turns, operator, monitor), the actions' spans, the axis,
-// and plots drawn on canvases: joint positions, the gripper's aperture, and one plot per monitor
+// and plots drawn on canvases: joint positions, the jaws' opening, and one plot per monitor
 // question (answers by value, their probability, the rules' thresholds).  No network, no build.
 "use strict";
 const EpisodePlots = (function () {
@@ -154,7 +154,7 @@ const EpisodePlots = (function () {
       });
     }
     if (P.gripper_mm) {
-      const c = canvasIn(row(rowsEl, "gripper", "gripper (mm)", 56, "the gripper's aperture"));
+      const c = canvasIn(row(rowsEl, "gripper", "jaws (mm)", 56, "the opening between the jaws"));
       drawers.push(() => {
         const [ctx, w, h] = fit(c);
         const s = [{ values: P.gripper_mm, colour: "#39c5cf" }];

@@ -7,6 +7,7 @@ first-day tools for an SO-100 / SO-101 on its Feetech bus (docs/hardware.md).
     calibrate     --port P         the guided calibration (homing offsets, ranges, limits)
     import-lerobot FILE | --id ID  take LeRobot's calibration of this arm instead
     teleop        --port P         jog from the keyboard, or --leader-port L: a leader arm
+    reach X Y Z   [--pitch D]      joint values for a tool point (and, with a port, go there)
 
 ``--sim`` runs a command against simulated servos on a pseudo-terminal.  The calibration file
 is the shipped ``config/arm_so101.yaml`` wherever the tool runs, or ``--calibration FILE``.
@@ -37,7 +38,8 @@ from solarian_agent.hw.tables import format_table
 
 from ...cli_common import CliParser
 
-COMMANDS = ("find-port", "setup-motors", "ping", "calibrate", "import-lerobot", "teleop")
+COMMANDS = ("find-port", "setup-motors", "ping", "calibrate", "import-lerobot", "teleop",
+            "reach")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -75,8 +77,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["reach"]:  # its own arguments: X Y Z and the pose options
+        from solarian_agent.hw.feetech import reach_cli
+
+        return reach_cli.main(argv[1:])
     ap = _parser()
-    args = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
+    args = ap.parse_args(argv)
     if args.baudrate not in setup_tools.BAUD_ORDER:
         ap.error(f"--baudrate {args.baudrate} is not one an STS3215 takes: "
                  + ", ".join(map(str, setup_tools.BAUD_ORDER)))

@@ -5,9 +5,11 @@ the middle of its recorded raw range, and
 
     radians = sign * (raw - (range_min + range_max) / 2) * 2*pi / 4095
 
-with ``sign`` -1 where LeRobot's ``drive_mode`` is 1 (4095 is LeRobot's resolution minus one
-for the STS3215).  So radians = LeRobot degrees * pi/180 and a LeRobot calibration, dataset or
-policy maps one to one.  ``homing_offset`` is the value LeRobot writes into each servo's
+(4095 is LeRobot's resolution minus one for the STS3215) with ``sign`` -1 where this file's
+``drive_mode`` is 1.  LeRobot's degrees mode applies no drive mode, so an imported LeRobot
+calibration gets ``drive_mode`` 0 on every joint and radians = LeRobot degrees * pi/180: a
+LeRobot calibration, dataset or policy maps one to one.  ``drive_mode`` 1 is for an arm
+calibrated here whose servo was mounted the other way.  ``homing_offset`` is the value LeRobot writes into each servo's
 Homing_Offset register (the servo reports ``actual - homing_offset``); the raw ticks here are
 those reported ticks, so it takes no part in the conversion.  The gripper is the moving jaw's
 angle (radians; more is more open); ``solarian_agent.arm.jaw`` turns it into millimetres.

@@ -13,13 +13,14 @@ the pose the arm was in during its calibration at mid-turn (2047).  ``range_min`
 ``range_max`` are the travel recorded afterwards, in those reported ticks.  In its degrees mode
 a joint's zero is the middle of that range; the gripper's 0..100 runs from ``range_min``
 (closed) to ``range_max`` (open) in its 0..100 mode, while its degrees mode (this package's
-convention for every joint) reads the jaw as an angle; ``drive_mode`` 1 inverts a joint.
+convention for every joint) reads the jaw as an angle; ``drive_mode`` 1 inverts a joint in the 0..100 / -100..100 modes
+only.
 
 So the import keeps the servos as LeRobot left them and takes, per joint (the gripper
 included, as the moving jaw's angle), the id, ``drive_mode``, ``homing_offset`` and raw range
 as recorded; the calibration maps ticks to radians as LeRobot's degrees mode does (zero at the
-middle of the range); the limits are the recorded travel in radians but never wider than the
-shipped SO-101 limits.  ``compare`` says which
+middle of the range, no inversion whatever ``drive_mode`` says, as there); the limits are the
+recorded travel in radians but never wider than the shipped SO-101 limits.  ``compare`` says which
 joints differ from the shipped limits, and ``check_servo_offsets`` whether the servos still hold
 the file's homing offsets (after a servo was reset or swapped they do not, and every position
 would be off; ``write_servo_offsets`` puts them back).
@@ -125,7 +126,9 @@ def to_arm_calibration(motors: Mapping[str, LeRobotMotor], shipped: ArmCalibrati
         m = motors.get(base.name)
         if m is None:
             raise CalibrationError(f"the LeRobot file has no motor {base.name!r}")
-        direction = -1 if m.drive_mode else 1
+        # LeRobot's degrees mode ignores drive_mode (it inverts only its 0..100 / -100..100
+        # modes): the joint reads as LeRobot's degrees only with the sign left at +1
+        direction = 1
         mid = (m.range_min + m.range_max) / 2
         a, b = sorted(direction * (r - mid) * RAD_PER_TICK for r in (m.range_min, m.range_max))
         lower = math.ceil(max(base.lower, a) * 1e4) / 1e4  # rounded inward
@@ -168,7 +171,7 @@ def compare(imported: ArmCalibration, shipped: ArmCalibration, tol_rad: float = 
         if j.servo_id != s.servo_id:
             notes.append(f"servo id {j.servo_id} instead of {s.servo_id}")
         if j.direction != s.direction:
-            notes.append("turns the other way (LeRobot drive_mode 1)")
+            notes.append("turns the other way (drive_mode 1 in the shipped file)")
         out.append(JointDifference(s.name, (s.lower, s.upper), (j.lower, j.upper),
                                    "; ".join(notes)))
     return out

@@ -2,10 +2,11 @@
 
 The leader (the same STS3215 servos, torque off, moved by hand) is read at the control rate;
 its joint positions, in radians from its own calibration (LeRobot's degrees for every joint,
-the leader's gripper too, so leader and follower jaws read alike), become the follower's target through
-the same path every other command takes: ``clamp_position`` into the follower's limits, then
-``ArmController.command`` (unknown / non-finite joints refused, the workspace box checked, the
-e-stop latch checked) and the controller's speed clamp on every tick.
+the leader's gripper too, so leader and follower jaws read alike), become the follower's
+target through the same path every other command takes: ``clamp_position`` into the
+follower's limits, then ``ArmController.command`` (unknown / non-finite joints refused, the
+workspace box checked, the e-stop latch checked) and the controller's speed clamp on every
+tick.
 
 Safety on top of that:
 

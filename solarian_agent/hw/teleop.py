@@ -90,7 +90,7 @@ class TeleopTarget(Protocol):
 @dataclass
 class TeleopConfig:
     jog_step: float = 0.05  # rad per key press
-    gripper_step: float = 0.1  # rad of jaw angle per key press (~6 degrees, ~7 mm of opening near closed)
+    gripper_step: float = 0.1  # rad of jaw angle per key press (~6 deg, ~7 mm near closed)
     jog_dt: float = 0.1  # s: a key press may ask for at most max_velocity * jog_dt
     home: dict[str, float] = field(default_factory=lambda: {
         "shoulder_pan": 0.0, "shoulder_lift": 0.0, "elbow_flex": 0.0, "wrist_flex": 0.0,

@@ -17,8 +17,8 @@ the tip (the jaw tip itself then sits 6 mm lower, beside the mark).
 5. OpenCV solves the camera's pose (``solve.extrinsics_from_points``), refusing too few,
    repeated, collinear or inconsistent points with the reason.
 
-The tool-point source, the frame grabber and the user interface are passed in, so the procedure runs
-the same over the servo bus, over ROS topics and in a test.
+The tool-point source, the frame grabber and the user interface are passed in, so the
+procedure runs the same over the servo bus, over ROS topics and in a test.
 """
 
 from __future__ import annotations

@@ -9,9 +9,10 @@ the middle of its recorded raw range, and
 ``drive_mode`` is 1.  LeRobot's degrees mode applies no drive mode, so an imported LeRobot
 calibration gets ``drive_mode`` 0 on every joint and radians = LeRobot degrees * pi/180: a
 LeRobot calibration, dataset or policy maps one to one.  ``drive_mode`` 1 is for an arm
-calibrated here whose servo was mounted the other way.  ``homing_offset`` is the value LeRobot writes into each servo's
-Homing_Offset register (the servo reports ``actual - homing_offset``); the raw ticks here are
-those reported ticks, so it takes no part in the conversion.  The gripper is the moving jaw's
+calibrated here whose servo was mounted the other way.  ``homing_offset`` is the value
+LeRobot writes into each servo's Homing_Offset register (the servo reports ``actual -
+homing_offset``); the raw ticks here are those reported ticks, so it takes no part in the
+conversion.  The gripper is the moving jaw's
 angle (radians; more is more open); ``solarian_agent.arm.jaw`` turns it into millimetres.
 
 The calibration file (``config/arm_so101.yaml``) has an ``arm:`` block that
@@ -269,7 +270,8 @@ class ArmCalibration:
             keep = dict(settings)
         arm = {**keep, **self.to_mapping()}
         text = "# SO-101 arm calibration (solarian_agent.hw.feetech.calibration).\n" \
-               "# Units: radians (LeRobot degrees * pi/180), gripper the jaw angle; ticks 0..4095.\n" + \
+               "# Units: radians (LeRobot degrees * pi/180), the gripper the jaw angle; " \
+               "ticks 0..4095.\n" + \
             yaml.safe_dump({"arm": arm}, sort_keys=False, default_flow_style=None, width=99)
         p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_suffix(p.suffix + ".tmp")

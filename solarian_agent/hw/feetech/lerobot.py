@@ -13,8 +13,8 @@ the pose the arm was in during its calibration at mid-turn (2047).  ``range_min`
 ``range_max`` are the travel recorded afterwards, in those reported ticks.  In its degrees mode
 a joint's zero is the middle of that range; the gripper's 0..100 runs from ``range_min``
 (closed) to ``range_max`` (open) in its 0..100 mode, while its degrees mode (this package's
-convention for every joint) reads the jaw as an angle; ``drive_mode`` 1 inverts a joint in the 0..100 / -100..100 modes
-only.
+convention for every joint) reads the jaw as an angle; ``drive_mode`` 1 inverts a joint in
+the 0..100 / -100..100 modes only.
 
 So the import keeps the servos as LeRobot left them and takes, per joint (the gripper
 included, as the moving jaw's angle), the id, ``drive_mode``, ``homing_offset`` and raw range
@@ -32,7 +32,7 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 

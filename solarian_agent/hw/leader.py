@@ -1,10 +1,12 @@
 """Leader-arm teleoperation: an SO-101 leader arm on its own bus steers the follower.
 
 The leader (the same STS3215 servos, torque off, moved by hand) is read at the control rate;
-its joint positions, in the units of its own calibration, become the follower's target through
-the same path every other command takes: ``clamp_position`` into the follower's limits, then
-``ArmController.command`` (unknown / non-finite joints refused, the workspace box checked, the
-e-stop latch checked) and the controller's speed clamp on every tick.
+its joint positions, in radians from its own calibration (LeRobot's degrees for every joint,
+the leader's gripper too, so leader and follower jaws read alike), become the follower's
+target through the same path every other command takes: ``clamp_position`` into the
+follower's limits, then ``ArmController.command`` (unknown / non-finite joints refused, the
+workspace box checked, the e-stop latch checked) and the controller's speed clamp on every
+tick.
 
 Safety on top of that:
 
@@ -40,7 +42,7 @@ class Follower(Protocol):
 
 @dataclass(frozen=True)
 class LeaderConfig:
-    engage_within: float = 0.35  # rad (gripper: m x 10) the leader must be near the follower
+    engage_within: float = 0.35  # rad (every joint, the jaw too) the leader must be near
     max_missed_reads: int = 5
 
     def __post_init__(self) -> None:
@@ -55,9 +57,6 @@ class LeaderStatus:
     state: str  # waiting | following | paused | lost | estop | refused
     message: str
     target: dict[str, float] = field(default_factory=dict)
-
-
-GRIPPER_SCALE = 10.0  # the gripper's metres count ten-fold against engage_within (6 mm ~ 0.06)
 
 
 class LeaderFollower:
@@ -146,11 +145,9 @@ class LeaderFollower:
         for n, v in target.items():
             if n not in now:
                 continue
-            scale = GRIPPER_SCALE if n == "gripper" else 1.0
             gap = abs(v - now[n])
-            if gap * scale > self.config.engage_within:
-                far.append(f"{n} is {gap * 1000:.0f} mm away" if n == "gripper"
-                           else f"{n} is {gap:.2f} rad away")
+            if gap > self.config.engage_within:
+                far.append(f"{n} is {gap:.2f} rad away")
         if far:
             return LeaderStatus("waiting", "Bring the leader arm to the follower's pose to "
                                            f"start following: {', '.join(far)}.")

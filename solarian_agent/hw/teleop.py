@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.safety import ArmLimits, clamp_position, clamp_target
 
 OperatorEventCallback = Callable[[str, dict[str, Any]], None]
@@ -89,7 +90,7 @@ class TeleopTarget(Protocol):
 @dataclass
 class TeleopConfig:
     jog_step: float = 0.05  # rad per key press
-    gripper_step: float = 0.005  # m per key press
+    gripper_step: float = 0.1  # rad of jaw angle per key press (~6 deg, ~7 mm near closed)
     jog_dt: float = 0.1  # s: a key press may ask for at most max_velocity * jog_dt
     home: dict[str, float] = field(default_factory=lambda: {
         "shoulder_pan": 0.0, "shoulder_lift": 0.0, "elbow_flex": 0.0, "wrist_flex": 0.0,
@@ -191,10 +192,12 @@ def error_sentence(e: BaseException) -> str:
 
 
 def format_positions(positions: Mapping[str, float]) -> str:
-    """Joint positions with whole names: radians, the gripper's aperture in mm."""
+    """Joint positions with whole names in radians; the gripper's jaw angle with its opening
+    in mm."""
     parts = []
     for n, v in positions.items():
-        parts.append(f"{n} {v * 1000:.1f} mm" if n == "gripper" else f"{n} {v:+.2f} rad")
+        parts.append(f"{n} {v:+.2f} rad ({SO101_JAW.opening(v) * 1000:.1f} mm open)"
+                     if n == "gripper" else f"{n} {v:+.2f} rad")
     return ", ".join(parts)
 
 

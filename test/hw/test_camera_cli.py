@@ -144,7 +144,7 @@ def test_touch_over_the_servo_bus(tmp_path, monkeypatch, capsys):
     cal = ArmCalibration.load(default_arm_config())
     rng = np.random.default_rng(21)
     marks = [(x, y, 0.10 if (i + j) % 2 else 0.0)
-             for i, x in enumerate(np.linspace(0.12, 0.28, 4))
+             for i, x in enumerate(np.linspace(0.16, 0.30, 4))
              for j, y in enumerate((-0.13, 0.0, 0.13))]
     poses, tips = [], []
     q = np.zeros(5)
@@ -161,7 +161,7 @@ def test_touch_over_the_servo_bus(tmp_path, monkeypatch, capsys):
         k = iter(range(len(poses) + 1))
 
         def answer(prompt: str) -> str:
-            if prompt.startswith("Put the gripper tip"):
+            if prompt.startswith("Put the tool point"):
                 n = next(k)
                 if n == len(poses):
                     return "d"
@@ -183,7 +183,7 @@ def test_touch_over_the_servo_bus(tmp_path, monkeypatch, capsys):
     assert np.allclose(read, np.array(tips[11]) * 1000, atol=1.5), line
     assert "off (px)" in out and f"saved {tmp_path / 'front.yaml'}" in out
     got = CameraCalibration.load(tmp_path / "front.yaml")
-    assert got.extrinsics.measurement.method == ("touch: 12 marks touched with the gripper tip "
+    assert got.extrinsics.measurement.method == ("touch: 12 marks touched with the tool point "
                                                  "(6 raised), clicked in one frame")
     ext = got.extrinsics.base_from_camera
     pos_mm = np.linalg.norm(ext[:3, 3] - FRONT[:3, 3]) * 1000

@@ -24,23 +24,27 @@ from solarian_agent.hw.feetech import (
     default_so101,
     run_guided_calibration,
 )
-from solarian_agent.hw.feetech.calibration import RAD_PER_TICK, CalibrationAborted
+from solarian_agent.hw.feetech.calibration import CalibrationAborted
 from solarian_agent.hw.feetech.simbus import SimulatedBus
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_read_state_in_units(sim: SimulatedBus, arm: FeetechArm) -> None:
-    sim.set_position(1, 2048 + 1024)  # a quarter turn
-    sim.set_position(6, 2048 + 700)  # gripper half open
+    sim.set_position(1, 2048 + 1024)  # a quarter turn of the 4095 ticks LeRobot counts
+    sim.set_position(6, 2048 + 512)  # the jaw 45 degrees open
     st = arm.read_state()
-    assert st.positions["shoulder_pan"] == pytest.approx(math.pi / 2)
-    assert st.positions["gripper"] == pytest.approx(0.03)
-    assert st.gripper_mm == pytest.approx(30.0)
+    assert st.positions["shoulder_pan"] == pytest.approx(1024 * 2 * math.pi / 4095)
+    assert st.positions["gripper"] == pytest.approx(512 * 2 * math.pi / 4095)
+    # the moving jaw's inner edge at the tool point's depth swung 45 degrees about its pivot
+    # (gripper_link x-z, mm): pivot (20.2, -23.4), edge (7.9, -98.1274), fixed face x = -7.9
+    a = 512 * 2 * math.pi / 4095
+    edge_x = 20.2 + (7.9 - 20.2) * math.cos(a) - (-98.1274 + 23.4) * math.sin(a)
+    assert st.gripper_mm == pytest.approx(edge_x + 7.9)
     s = st.servos["elbow_flex"]
     assert (s.servo_id, s.voltage_v, s.temperature_c, s.moving) == (3, 7.4, 30.0, False)
     js = st.joint_state()
-    assert js.name[0] == "shoulder_pan" and js.position[5] == pytest.approx(0.03)
+    assert js.name[0] == "shoulder_pan" and js.position[5] == pytest.approx(a)
     assert arm.read_raw_positions()["shoulder_pan"] == 3072
 
 
@@ -48,8 +52,9 @@ def test_write_goal_clips_to_limits_and_range(sim: SimulatedBus, arm: FeetechArm
     written = arm.write_goal({"shoulder_pan": 99.0, "gripper": -5.0, "wrist_roll": 0.5})
     cal = arm.calibration
     assert written["shoulder_pan"] == cal.joint("shoulder_pan").raw_window()[1]
-    assert written["gripper"] == 2048
-    assert written["wrist_roll"] == round(2048 + 0.5 / RAD_PER_TICK)
+    # the gripper's lower limit, -10 degrees: 2048 - 10/360 * 4095 ticks, rounded inward
+    assert written["gripper"] == math.ceil(2048 - 10 / 360 * 4095)
+    assert written["wrist_roll"] == round(2048 + 0.5 / (2 * math.pi / 4095))
     settle(sim, arm.bus)
     assert sim.goal(1) == written["shoulder_pan"]
     n = len(sim.frames())
@@ -143,26 +148,29 @@ class ScriptedUI:
 def test_guided_calibration(sim: SimulatedBus, arm: FeetechArm, tmp_path: Path) -> None:
     zero = {1: 2000, 2: 2100, 3: 2048, 4: 2048, 5: 2048, 6: 1500}
     sweeps = {1: [1200, 2800], 2: [1000, 3000], 3: [900, 3200], 4: [1000, 3100],
-              5: [100, 4000], 6: [1500, 1490, 900]}  # gripper opens toward lower ticks
+              5: [100, 4000], 6: [1500, 2400, 900]}
     ui = ScriptedUI(sim, sweeps, zero)
     cal = run_guided_calibration(arm.read_raw_positions, ui, base=arm.calibration,
                                  set_torque=arm.set_torque, margin_ticks=10)
     assert ui.steps == ["torque_off", "zero", "range", "done"]
+    rad_per_tick = 2 * math.pi / 4095  # LeRobot's degrees: 360 / 4095 per tick
     pan = cal.joint("shoulder_pan")
-    assert (pan.homing_offset, pan.range_min, pan.range_max) == (2000, 1210, 2790)
-    assert pan.lower == pytest.approx((1210 - 2000) * RAD_PER_TICK, abs=1e-4)
-    assert pan.upper == pytest.approx((2790 - 2000) * RAD_PER_TICK, abs=1e-4)
-    roll = cal.joint("wrist_roll")  # wider travel than the hard limits: limits kept
-    assert (roll.lower, roll.upper) == (-2.74, 2.84)
-    g = cal.joint("gripper")
-    assert g.direction == -1 and g.homing_offset == 1490  # closed, moved inside the margin
-    assert g.to_units(g.homing_offset) == 0.0
-    assert g.to_units(910) == pytest.approx(0.06)
+    assert (pan.range_min, pan.range_max) == (1210, 2790)
+    assert pan.to_units(2000) == 0.0  # zero is the middle of the recorded range
+    assert pan.lower == pytest.approx(-790 * rad_per_tick, abs=1e-4)
+    assert pan.upper == pytest.approx(790 * rad_per_tick, abs=1e-4)
+    roll = cal.joint("wrist_roll")  # wider travel than the hard limits: limits kept (rounded in)
+    assert (roll.lower, roll.upper) == (-2.7438, 2.8412)
+    g = cal.joint("gripper")  # the jaw: an angle like every other joint
+    assert (g.direction, g.range_min, g.range_max) == (1, 910, 2390)
+    assert g.to_units(1650) == 0.0
+    assert g.to_units(2390) == pytest.approx(740 * rad_per_tick)
+    assert (g.lower, g.upper) == (-0.1745, math.floor(740 * rad_per_tick * 1e4) / 1e4)
     path = tmp_path / "cal.yaml"
     cal.save(path)
     assert ArmCalibration.load(path) == cal
     arm.set_calibration(cal)
-    assert arm.write_goal({"gripper": 0.06})["gripper"] == 910
+    assert arm.write_goal({"gripper": 1.0})["gripper"] == round(1650 + 1.0 / rad_per_tick)
 
 
 def test_guided_calibration_errors(sim: SimulatedBus, arm: FeetechArm) -> None:

@@ -642,10 +642,10 @@ def test_step_limit_is_the_smaller_of_max_step_and_max_velocity_times_the_period
     ctl, _, _ = make(arm)  # 50 Hz: the speed limits are below max_step (0.1)
     assert ctl.step_limit("shoulder_pan") == pytest.approx(1.5 * PERIOD)
     assert ctl.step_limit("wrist_roll") == pytest.approx(2.5 * PERIOD)
-    assert ctl.step_limit("gripper") == pytest.approx(0.05 * PERIOD)
+    assert ctl.step_limit("gripper") == pytest.approx(2.0 * PERIOD)
     slow = ArmController(arm, FakeClock(), ArmControllerConfig(rate_hz=10.0), workspace=False)
     assert slow.step_limit("shoulder_pan") == pytest.approx(0.1)  # 0.15 > max_step
-    assert slow.step_limit("gripper") == pytest.approx(0.005)
+    assert slow.step_limit("gripper") == pytest.approx(0.1)  # 0.2 rad > max_step
 
 
 def test_outside_window_describes_each_joint_beyond_its_window_by_more_than_a_step(
@@ -663,14 +663,15 @@ def test_outside_window_describes_each_joint_beyond_its_window_by_more_than_a_st
 
 def test_outside_window_allows_exactly_one_step_and_its_rounding_tolerance(
         sim: SimulatedBus, arm: FeetechArm) -> None:
-    """The gripper's window starts at 0.0, so ``0.0 - p`` is exact: the boundary is sharp."""
+    """The boundary is one step plus 1e-9 (far above the float error of ``lower - p``)."""
     ctl, _, _ = make(arm)
     s = ctl.step_limit("gripper")
-    assert ctl.outside_window({"gripper": -s}) == []  # exactly one step out
-    assert ctl.outside_window({"gripper": -(s + 1e-9)}) == []  # and the tolerance
-    assert ctl.outside_window({"gripper": -(s + 2e-9)}) == [
-        "gripper at -0.001 is 0.001 below its calibrated window 0.000..0.060 "
-        "(more than one 0.001 step)"]
+    lo = -0.174533  # the jaw's -10 degree limit
+    assert ctl.outside_window({"gripper": lo - s}) == []  # exactly one step out
+    assert ctl.outside_window({"gripper": lo - (s + 0.9e-9)}) == []  # and the tolerance
+    assert ctl.outside_window({"gripper": lo - (s + 2e-9)}) == [
+        "gripper at -0.215 is 0.040 below its calibrated window -0.175..1.745 "
+        "(more than one 0.040 step)"]
 
 
 # --------------------------------------------------------------------------- disable_torque

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 from pathlib import Path
 
@@ -52,7 +53,7 @@ def test_ping_finds_the_shipped_calibration_from_any_directory(tmp_path, monkeyp
     rows = {ln.split()[0]: ln for ln in lines[header + 2:] if ln.strip()}
     assert set(rows) == {"shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex",
                          "wrist_roll", "gripper"}
-    assert "+0.000 rad" in rows["elbow_flex"] and "0.0 mm" in rows["gripper"]
+    assert "+0.000 rad" in rows["elbow_flex"] and "+0.000 rad" in rows["gripper"]
     assert "ServoReading" not in out and "{" not in out
 
 
@@ -223,15 +224,19 @@ def test_import_lerobot_by_id_says_which_joints_differ(tmp_path, monkeypatch, ca
     assert main(["import-lerobot", "--id", "my_follower", "--calibration", str(out_file)]) == 0
     out = capsys.readouterr().out
     assert "robots/so101_follower/my_follower.json" in out
-    assert "joints that differ from the shipped limits: wrist_flex\n" in out
+    # the jaw's recorded travel is 2024..3452: +-714 ticks about its middle, +-62.8 degrees,
+    # so its upper limit is narrower than the published 100 degrees
+    assert "joints that differ from the shipped limits: wrist_flex, gripper\n" in out
     row = next(ln for ln in out.splitlines() if ln.startswith("wrist_flex") and "rad" in ln)
-    assert "lower limit -1.393 rad instead of -1.660 rad" in row  # zero mid-range
+    assert "lower limit -1.393 rad instead of -1.658 rad" in row  # zero mid-range
     cal = ArmCalibration.load(out_file)
     pan = cal.joint("shoulder_pan")
-    assert (pan.homing_offset, pan.range_min, pan.range_max) == (2112, 746, 3477)
-    assert cal.joint("wrist_roll").lower == pytest.approx(-2.74)  # the shipped hard limit
-    g = cal.joint("gripper")
-    assert g.homing_offset == 2024 and g.to_units(3452) == pytest.approx(0.06)
+    assert (pan.homing_offset, pan.range_min, pan.range_max) == (-1365, 746, 3477)
+    assert pan.to_units(746) == pytest.approx(math.radians((746 - 2111.5) * 360 / 4095))
+    assert cal.joint("wrist_roll").lower == pytest.approx(-2.7438)  # the hard limit, rounded in
+    g = cal.joint("gripper")  # the jaw angle, zero at the middle of its range
+    assert g.homing_offset == 1437
+    assert g.to_units(3452) == pytest.approx(math.radians((3452 - 2738) * 360 / 4095))
     assert "port: /dev/ttyACM0" in out_file.read_text()  # the file's settings are kept
 
 

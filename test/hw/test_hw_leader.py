@@ -4,6 +4,7 @@ e-stop; misalignment, a lost leader and the e-stop each stop it, said in sentenc
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterator
 
@@ -106,6 +107,22 @@ def test_a_leader_held_elsewhere_does_not_yank_the_follower(rig):
                           "shoulder_pan is 0.80 rad away.")
     lsim.set_position(PAN, 2048 + 60)  # brought close: it engages
     assert _tick(ctl, lf, clock).state == "following"
+
+
+def test_the_leaders_jaw_is_an_angle_like_every_joint(rig):
+    """Leader and follower jaws both read LeRobot's gripper degrees (in rad): the leader's
+    jaw angle becomes the follower's, and the alignment check counts it in rad."""
+    fsim, lsim, follower, leader = rig
+    lsim.set_position(6, 2048 + 400)  # the leader's jaw held 35 degrees open
+    ctl, lf, clock = _setup(follower, leader)
+    st = _tick(ctl, lf, clock, 3)
+    assert st.state == "waiting"
+    assert st.message.endswith("gripper is 0.61 rad away.")  # 400 * 2 pi / 4095
+    lsim.set_position(6, 2048 + 100)
+    st = _tick(ctl, lf, clock)
+    assert st.state == "following"
+    assert st.target["gripper"] == pytest.approx(100 * 2 * math.pi / 4095)
+    assert "gripper +0.15 rad (" in st.message and "mm open)" in st.message
 
 
 def test_the_estop_wins_and_following_needs_realigning_after_reset(rig):

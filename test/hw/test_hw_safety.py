@@ -90,8 +90,8 @@ def test_limits_validation_and_yaml() -> None:
     lim = ArmLimits.from_yaml(ROOT / "config" / "arm_so101.yaml")
     assert lim.names == ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex",
                          "wrist_roll", "gripper")
-    assert (lim.joint("wrist_roll").lower, lim.joint("wrist_roll").upper) == (-2.74, 2.84)
-    assert (lim.joint("gripper").lower, lim.joint("gripper").upper) == (0.0, 0.06)
+    assert (lim.joint("wrist_roll").lower, lim.joint("wrist_roll").upper) == (-2.74385, 2.84121)
+    assert (lim.joint("gripper").lower, lim.joint("gripper").upper) == (-0.174533, 1.74533)
     with pytest.raises(ConfigError, match=r"arm.joints.elbow: missing \['upper'\]"):
         ArmLimits.from_mapping({"joints": {"elbow": {"lower": 0, "max_velocity": 1}}})
 

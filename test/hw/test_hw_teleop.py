@@ -74,18 +74,18 @@ def test_every_key_is_an_operator_event_and_jogs_are_clamped() -> None:
     assert all(kind == "teleop_key" for kind, _ in events)
     assert [d["action"] for _, d in events] == ["jog", "jog", "jog", "unknown", "gripper"]
     assert target.pos["shoulder_pan"] == pytest.approx(0.10)
-    assert target.pos["gripper"] == pytest.approx(0.005)
+    assert target.pos["gripper"] == pytest.approx(0.1)  # one jaw step: 0.1 rad
     assert events[0][1]["target"] == {"shoulder_pan": pytest.approx(0.05)}
 
 
 def test_jog_respects_limits_and_speed() -> None:
     pos = {n: 0.0 for n in LIMITS.names}
     pos["elbow_flex"] = 1.68
-    pos["gripper"] = 0.0
+    pos["gripper"] = -0.15
     tele, target, events = make(pos)
     tele.run(io.StringIO("eeec"))
     assert target.pos["elbow_flex"] == 1.69  # the limit, never past it
-    assert target.pos["gripper"] == 0.0
+    assert target.pos["gripper"] == -0.174533  # the jaw's -10 degree limit, never past it
     big = KeyboardTeleop(target, LIMITS, lambda k, d: None, TeleopConfig(jog_step=5.0))
     big.handle_key("q")
     # one key press asks for at most min(max_velocity * jog_dt, max_step) = min(0.15, 0.1)
@@ -97,7 +97,7 @@ def test_jog_respects_limits_and_speed() -> None:
 
 
 def test_home_estop_reset_and_quit() -> None:
-    tele, target, events = make({n: 0.5 if n != "gripper" else 0.03 for n in LIMITS.names})
+    tele, target, events = make({n: 0.5 for n in LIMITS.names})
     n = tele.run(io.StringIO("hxqzq \x1bqqq"))
     actions = [d["action"] for _, d in events]
     assert actions == ["home", "estop", "jog", "reset", "jog", "hold", "quit"]

@@ -132,7 +132,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="refuse above this reprojection error (px; default 2)")
 
     pt = sub.add_parser("touch", help="the camera's pose from table marks touched with the "
-                                      "gripper tip and clicked in the image")
+                                      "tool point (the fixed jaw's inner face 6 mm above its "
+                                      "tip) and clicked in the image")
     common(pt)
     g = pt.add_mutually_exclusive_group(required=True)
     g.add_argument("--port", help="the arm's servo bus port")

@@ -23,7 +23,7 @@ skills (pixel to table position) and by the planner's rviz markers on the robot:
         translation_m: [x, y, z]        # the camera's optical centre in base_link
         rotation_xyzw: [qx, qy, qz, qw] # the optical frame's orientation in base_link
         measured_at: "..."
-        method: "touch: 6 table points touched with the gripper tip"  # or "board: ..."
+        method: "touch: 6 table points touched with the tool point"  # or "board: ..."
         rms_px: 0.8                     # reprojection error of the points used (pixels)
         points: 6
 

@@ -6,7 +6,7 @@
 - :func:`extrinsics_from_board`: the camera's pose in the arm's base frame from one view of a
   board lying at a measured pose on the table.
 - :func:`extrinsics_from_points`: the same from 4 or more table points whose base-frame
-  position is known (touched with the gripper tip) and whose pixels were clicked; refused for
+  position is known (touched with the tool point) and whose pixels were clicked; refused for
   too few, repeated, collinear or inconsistent points, naming the point that disagrees.
 """
 

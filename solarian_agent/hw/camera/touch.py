@@ -1,20 +1,24 @@
-"""The board-free extrinsics: touch table marks with the gripper tip, then click them.
+"""The board-free extrinsics: touch table marks with the tool point, then click them.
+
+The tool point is the URDF's ``gripper_frame_link``: on the fixed jaw's inner face, 6 mm above
+that jaw's tip, so a mark is touched by resting the fixed jaw's inner face on it, 6 mm up from
+the tip (the jaw tip itself then sits 6 mm lower, beside the mark).
 
 1. Put 8 or more small marks (pen dots, stickers) on the table where the camera sees them and
    the arm reaches them, spread over the whole area; a few on top of a box 5-15 cm high pin the
    camera's pose down much better than marks all on the table.
-2. For each mark in turn, bring the gripper tip (fingers closed) onto it (by hand with torque
-   off, or with the teleop keys) and confirm: the arm's joint readings, through the URDF's
-   forward kinematics, give the mark's position in the base frame.  A tip within
-   ``TABLE_SNAP_M`` of the table top is taken to be on it (z = 0): the marks there are on the
-   table, and a jogged tip stops at the workspace floor, 5 mm above it.
+2. For each mark in turn, bring the tool point onto it (by hand with torque off, or with the
+   teleop keys) and confirm: the arm's joint readings, through the URDF's forward kinematics,
+   give the mark's position in the base frame.  A tool point within ``TABLE_SNAP_M`` of the
+   table top is taken to be on it (z = 0): the marks there are on the table, and a jogged tool
+   point stops at the workspace floor, 5 mm above it.
 3. Move the arm out of the camera's view; one frame is taken.
 4. Click each mark in that frame, in the order touched.
 5. OpenCV solves the camera's pose (``solve.extrinsics_from_points``), refusing too few,
    repeated, collinear or inconsistent points with the reason.
 
-The tip source, the frame grabber and the user interface are passed in, so the procedure runs
-the same over the servo bus, over ROS topics and in a test.
+The tool-point source, the frame grabber and the user interface are passed in, so the
+procedure runs the same over the servo bus, over ROS topics and in a test.
 """
 
 from __future__ import annotations
@@ -71,13 +75,13 @@ class TouchResult:
 
 def collect_touches(tip: TipSource, ui: TouchUI, min_points: int = 4,
                     max_points: int = 30) -> np.ndarray:
-    """The tip's position at each mark the user confirms (Enter), until "d" (done) with at
+    """The tool point's position at each mark the user confirms (Enter), until "d" (done) with at
     least ``min_points`` or ``max_points``."""
     pts: list[np.ndarray] = []
     while len(pts) < max_points:
         n = len(pts) + 1
         more = "" if len(pts) < min_points else ", d when done"
-        ans = ui.ask(f"Put the gripper tip on mark {n} and press Enter (q to quit{more}): ")
+        ans = ui.ask(f"Put the tool point on mark {n} and press Enter (q to quit{more}): ")
         ans = ans.strip().lower()
         if ans == "q":
             raise CalibrationAborted("calibration stopped by the user")
@@ -102,7 +106,7 @@ def collect_touches(tip: TipSource, ui: TouchUI, min_points: int = 4,
 
 
 def on_table(points: np.ndarray, snap_m: float = TABLE_SNAP_M) -> np.ndarray:
-    """The marks: a tip within ``snap_m`` of the table top touched a mark on it (z = 0)."""
+    """The marks: a tool point within ``snap_m`` of the table top touched a mark on it (z = 0)."""
     out = np.array(points, float)
     out[np.abs(out[:, 2]) < snap_m, 2] = 0.0
     return out
@@ -114,8 +118,9 @@ def touch_calibration(intrinsics: CameraCalibration, tip: TipSource, grab: Frame
     """Run the procedure; the result carries ``intrinsics`` with the solved extrinsics."""
     if min_points < 4:
         raise ValueError("the pose needs at least 4 points")
-    ui.say("Touch each table mark with the gripper tip (fingers closed), in any order you "
-           "like but remember it: you will click them in the same order.")
+    ui.say("Touch each table mark with the tool point: the fixed jaw's inner face, 6 mm above "
+           "that jaw's tip (the point the arm's kinematics reports). Go in any order you like "
+           "but remember it: you will click them in the same order.")
     points = on_table(collect_touches(tip, ui, min_points))
     ui.ask("Move the arm out of the camera's view, then press Enter: ")
     image = grab()
@@ -130,7 +135,7 @@ def touch_calibration(intrinsics: CameraCalibration, tip: TipSource, grab: Frame
     res = extrinsics_from_points(pixels, points, intrinsics.k, intrinsics.d,
                                  max_rms_px=max_rms_px)
     raised = int((points[:, 2] > 0.02).sum())
-    method = (f"touch: {len(points)} marks touched with the gripper tip"
+    method = (f"touch: {len(points)} marks touched with the tool point"
               + (f" ({raised} raised)" if raised else "") + ", clicked in one frame")
     m = Measurement(now_iso(), method, res.rms_px, len(points))
     cal = intrinsics.with_extrinsics(Extrinsics.from_matrix(res.base_from_camera, m))
@@ -146,7 +151,8 @@ def residual_rows(points: np.ndarray, pixels: np.ndarray, residuals: Sequence[fl
 
 
 def arm_tip_source(read_positions: Callable[[], dict[str, float]]) -> TipSource:
-    """The gripper tip's base-frame position from joint readings (URDF forward kinematics)."""
+    """The tool point's (``gripper_frame_link``'s) base-frame position from joint readings
+    (URDF forward kinematics; the jaw angle does not move it: it is on the fixed jaw)."""
     from solarian_agent.arm.kinematics import ArmModel
 
     model = ArmModel.default()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.safety import ArmLimits, validate_target
 from solarian_agent.core.clock import Clock, SystemClock
 from solarian_agent.core.errors import ConfigError
@@ -119,7 +120,8 @@ class ServoReading:
 
 @dataclass(frozen=True)
 class ArmState:
-    """One read of the whole arm.  Positions in joint units (rad; gripper m)."""
+    """One read of the whole arm.  Positions in radians (LeRobot degrees * pi/180; the gripper
+    the moving jaw's angle)."""
 
     stamp: float
     positions: dict[str, float]
@@ -129,8 +131,9 @@ class ArmState:
 
     @property
     def gripper_mm(self) -> float | None:
+        """The jaws' opening at the tool point (mm), from the jaw angle."""
         g = self.positions.get(GRIPPER)
-        return None if g is None else g * 1000.0
+        return None if g is None else SO101_JAW.opening(g) * 1000.0
 
     def joint_state(self) -> JointState:
         names = tuple(self.positions)

@@ -1,9 +1,19 @@
-"""Arm calibration: raw servo ticks ↔ joint units, stored as YAML, and the guided procedure.
+"""Arm calibration: raw servo ticks ↔ joint radians, stored as YAML, and the guided procedure.
 
-Each joint has a servo id, a homing offset (the raw tick at joint zero; for the gripper the
-tick when closed), a direction (+1/-1), the raw range the joint can physically travel
-(recorded during calibration), and its limits in joint units (radians; the gripper in metres
-of aperture).  ``units = direction * (raw - homing_offset) * units_per_tick``.
+Every joint, the gripper included, follows LeRobot's calibrated degrees: a joint's zero is
+the middle of its recorded raw range, and
+
+    radians = sign * (raw - (range_min + range_max) / 2) * 2*pi / 4095
+
+(4095 is LeRobot's resolution minus one for the STS3215) with ``sign`` -1 where this file's
+``drive_mode`` is 1.  LeRobot's degrees mode applies no drive mode, so an imported LeRobot
+calibration gets ``drive_mode`` 0 on every joint and radians = LeRobot degrees * pi/180: a
+LeRobot calibration, dataset or policy maps one to one.  ``drive_mode`` 1 is for an arm
+calibrated here whose servo was mounted the other way.  ``homing_offset`` is the value
+LeRobot writes into each servo's Homing_Offset register (the servo reports ``actual -
+homing_offset``); the raw ticks here are those reported ticks, so it takes no part in the
+conversion.  The gripper is the moving jaw's
+angle (radians; more is more open); ``solarian_agent.arm.jaw`` turns it into millimetres.
 
 The calibration file (``config/arm_so101.yaml``) has an ``arm:`` block that
 ``solarian_agent.arm.safety.ArmLimits.from_yaml`` reads too, so the simulator and the driver
@@ -32,23 +42,25 @@ from solarian_agent.core.errors import ConfigError
 from solarian_agent.hw.errors import CalibrationError
 from solarian_agent.hw.feetech.protocol import MAX_TICK, TICKS_PER_TURN
 
-RAD_PER_TICK = 2.0 * math.pi / TICKS_PER_TURN
+# LeRobot divides by the resolution minus one (4095), not by the ticks per turn (4096)
+RAD_PER_TICK = 2.0 * math.pi / (TICKS_PER_TURN - 1)
 
 SO101_JOINTS: tuple[str, ...] = (
     "shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper",
 )
 SO101_IDS: dict[str, int] = {n: i + 1 for i, n in enumerate(SO101_JOINTS)}
-# Hard limits of the SO-101 (rad; gripper in metres of aperture) and speed limits.
+# Hard limits of the SO-101 (rad, the published model's joint limits) and speed limits (rad/s).
 SO101_LIMITS: dict[str, tuple[float, float, float]] = {
-    "shoulder_pan": (-1.92, 1.92, 1.5),
-    "shoulder_lift": (-1.75, 1.75, 1.5),
+    "shoulder_pan": (-1.91986, 1.91986, 1.5),
+    "shoulder_lift": (-1.74533, 1.74533, 1.5),
     "elbow_flex": (-1.69, 1.69, 1.5),
-    "wrist_flex": (-1.66, 1.66, 2.0),
-    "wrist_roll": (-2.74, 2.84, 2.5),
-    "gripper": (0.0, 0.06, 0.05),
+    "wrist_flex": (-1.65806, 1.65806, 2.0),
+    "wrist_roll": (-2.74385, 2.84121, 2.5),
+    "gripper": (-0.174533, 1.74533, 2.0),
 }
 GRIPPER = "gripper"
-GRIPPER_OPEN_TICKS = 1400  # default: closed at 2048, fully open (60 mm) 1400 ticks later
+# keys of the former format (zero at homing_offset, per-joint units_per_tick, gripper in metres)
+OLD_KEYS = ("direction", "units_per_tick")
 
 
 @dataclass(frozen=True)
@@ -62,7 +74,8 @@ class JointCalibration:
     lower: float
     upper: float
     max_velocity: float
-    units_per_tick: float = RAD_PER_TICK
+
+    units_per_tick = RAD_PER_TICK  # the same for every joint (a class constant, not a field)
 
     def __post_init__(self) -> None:
         where = f"joint {self.name!r}"
@@ -73,17 +86,17 @@ class JointCalibration:
         if not 0 <= self.range_min < self.range_max <= MAX_TICK:
             raise CalibrationError(f"{where}: raw range {self.range_min}..{self.range_max} "
                                    f"must satisfy 0 <= min < max <= {MAX_TICK}")
-        if not self.range_min <= self.homing_offset <= self.range_max:
-            raise CalibrationError(f"{where}: homing offset {self.homing_offset} lies outside "
-                                   f"its raw range {self.range_min}..{self.range_max}")
-        for k in ("lower", "upper", "max_velocity", "units_per_tick"):
+        if not -2047 <= self.homing_offset <= 2047:
+            raise CalibrationError(f"{where}: homing offset {self.homing_offset} outside the "
+                                   "servo register's -2047..2047")
+        for k in ("lower", "upper", "max_velocity"):
             if not math.isfinite(getattr(self, k)):
                 raise CalibrationError(f"{where}: {k} is not finite")
         if not self.lower < self.upper:
             raise CalibrationError(f"{where}: lower {self.lower} must be below upper "
                                    f"{self.upper}")
-        if self.units_per_tick <= 0 or self.max_velocity <= 0:
-            raise CalibrationError(f"{where}: units_per_tick and max_velocity must be > 0")
+        if self.max_velocity <= 0:
+            raise CalibrationError(f"{where}: max_velocity must be > 0")
         lo_raw, hi_raw = sorted((self.raw_unclipped(self.lower), self.raw_unclipped(self.upper)))
         if lo_raw < self.range_min - 1 or hi_raw > self.range_max + 1:
             raise CalibrationError(
@@ -92,11 +105,20 @@ class JointCalibration:
                 f"{self.range_min}..{self.range_max}; recalibrate or narrow the limits"
             )
 
+    @property
+    def mid(self) -> float:
+        """The raw tick at joint zero: the middle of the recorded range (may be a half tick)."""
+        return (self.range_min + self.range_max) / 2
+
+    @property
+    def drive_mode(self) -> int:
+        return 1 if self.direction < 0 else 0
+
     def to_units(self, raw: float) -> float:
-        return self.direction * (raw - self.homing_offset) * self.units_per_tick
+        return self.direction * (raw - self.mid) * RAD_PER_TICK
 
     def raw_unclipped(self, units: float) -> float:
-        return self.homing_offset + self.direction * units / self.units_per_tick
+        return self.mid + self.direction * units / RAD_PER_TICK
 
     def to_raw(self, units: float) -> int:
         """Raw goal for a position in joint units, clipped into the joint's limits and raw
@@ -115,7 +137,7 @@ class JointCalibration:
         return max(lo, self.range_min), min(hi, self.range_max)
 
     def velocity_to_units(self, ticks_per_s: float) -> float:
-        return self.direction * ticks_per_s * self.units_per_tick
+        return self.direction * ticks_per_s * RAD_PER_TICK
 
     def limit(self) -> JointLimit:
         return JointLimit(self.name, self.lower, self.upper, self.max_velocity)
@@ -171,15 +193,12 @@ class ArmCalibration:
     def to_mapping(self) -> dict[str, Any]:
         joints: dict[str, Any] = {}
         for j in self.joints:
-            d: dict[str, Any] = {
-                "id": j.servo_id, "homing_offset": j.homing_offset, "direction": j.direction,
+            joints[j.name] = {
+                "id": j.servo_id, "drive_mode": j.drive_mode, "homing_offset": j.homing_offset,
                 "range_min": j.range_min, "range_max": j.range_max,
                 "lower": round(j.lower, 6), "upper": round(j.upper, 6),
                 "max_velocity": j.max_velocity,
             }
-            if abs(j.units_per_tick - RAD_PER_TICK) > 1e-15:
-                d["units_per_tick"] = j.units_per_tick
-            joints[j.name] = d
         return {"max_step": self.max_step, "joints": joints}
 
     @classmethod
@@ -194,19 +213,27 @@ class ArmCalibration:
             path = f"{where}.joints.{name}"
             if not isinstance(spec, Mapping):
                 raise ConfigError(path, f"expected a mapping, got {type(spec).__name__}")
-            req = ("id", "homing_offset", "direction", "range_min", "range_max", "lower",
+            old = [k for k in OLD_KEYS if k in spec]
+            if old:
+                raise ConfigError(path, f"has {old}: a calibration of the former format (zero "
+                                        "at homing_offset, gripper in metres); joints are now "
+                                        "LeRobot's degrees in radians with drive_mode, zero at "
+                                        "mid-range: recalibrate, or import-lerobot")
+            req = ("id", "drive_mode", "homing_offset", "range_min", "range_max", "lower",
                    "upper", "max_velocity")
             missing = [k for k in req if k not in spec]
             if missing:
                 raise ConfigError(path, f"missing {missing}")
             try:
+                dm = _int(spec["drive_mode"])
+                if dm not in (0, 1):
+                    raise ValueError(f"drive_mode must be 0 or 1, got {dm}")
                 joints.append(JointCalibration(
                     name=str(name), servo_id=_int(spec["id"]),
                     homing_offset=_int(spec["homing_offset"]),
-                    direction=_int(spec["direction"]), range_min=_int(spec["range_min"]),
+                    direction=-1 if dm else 1, range_min=_int(spec["range_min"]),
                     range_max=_int(spec["range_max"]), lower=float(spec["lower"]),
                     upper=float(spec["upper"]), max_velocity=float(spec["max_velocity"]),
-                    units_per_tick=float(spec.get("units_per_tick", RAD_PER_TICK)),
                 ))
             except (TypeError, ValueError, CalibrationError) as e:
                 raise ConfigError(path, str(e)) from e
@@ -243,7 +270,8 @@ class ArmCalibration:
             keep = dict(settings)
         arm = {**keep, **self.to_mapping()}
         text = "# SO-101 arm calibration (solarian_agent.hw.feetech.calibration).\n" \
-               "# Units: radians, gripper metres of aperture; ticks 0..4095.\n" + \
+               "# Units: radians (LeRobot degrees * pi/180), the gripper the jaw angle; " \
+               "ticks 0..4095.\n" + \
             yaml.safe_dump({"arm": arm}, sort_keys=False, default_flow_style=None, width=99)
         p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_suffix(p.suffix + ".tmp")
@@ -258,20 +286,15 @@ def _int(v: Any) -> int:
 
 
 def default_so101(max_step: float = 0.1) -> ArmCalibration:
-    """Nominal SO-101 calibration: zero at mid-travel (2048), limits as SO101_LIMITS, raw
-    ranges just wide enough for them.  Good for the simulator; calibrate a real arm."""
+    """Nominal SO-101 calibration: zero at 2048, raw ranges 2048 ± the larger of the joint's
+    limits in ticks (so the middle stays at 2048), limits as SO101_LIMITS.  Good for the
+    simulator; calibrate a real arm."""
     joints = []
     for name in SO101_JOINTS:
         lo, hi, v = SO101_LIMITS[name]
-        if name == GRIPPER:
-            upt = hi / GRIPPER_OPEN_TICKS
-            joints.append(JointCalibration(name, SO101_IDS[name], 2048, 1, 2048,
-                                           2048 + GRIPPER_OPEN_TICKS, lo, hi, v, upt))
-        else:
-            rmin = int(math.floor(2048 + lo / RAD_PER_TICK)) - 2
-            rmax = int(math.ceil(2048 + hi / RAD_PER_TICK)) + 2
-            joints.append(JointCalibration(name, SO101_IDS[name], 2048, 1, max(0, rmin),
-                                           min(MAX_TICK, rmax), lo, hi, v))
+        half = math.ceil(max(-lo, hi) / RAD_PER_TICK) + 2
+        joints.append(JointCalibration(name, SO101_IDS[name], 0, 1, max(0, 2048 - half),
+                                       min(MAX_TICK, 2048 + half), lo, hi, v))
     return ArmCalibration(tuple(joints), max_step)
 
 
@@ -309,28 +332,29 @@ def run_guided_calibration(
     margin_ticks: int = 10,
     min_span_ticks: int = 100,
 ) -> ArmCalibration:
-    """Record homing offsets and ranges while the user moves the arm by hand.
+    """Record the joints' raw ranges while the user moves the arm by hand, as LeRobot does.
 
     1. torque off (``set_torque(False)``) so the joints move freely;
-    2. the user poses the arm at zero (upper arm and forearm straight, wrist level, roll
-       centred, gripper closed) and confirms: that pose's ticks become the homing offsets;
-    3. the user moves every joint through its full travel while ``read_raw`` is sampled
-       (at most ``max_samples`` times) until ``ui.progress`` returns False;
-    4. ranges shrink by ``margin_ticks``; limits become the recorded travel in joint units,
-       never wider than ``base``'s limits (the arm's hard limits); the gripper's
-       ``units_per_tick`` maps its recorded opening onto ``base``'s aperture.
+    2. the user poses the arm in the middle of every joint's travel and confirms (the pose is
+       only checked: it must lie inside the travel recorded next);
+    3. the user moves every joint, the gripper included, through its full travel while
+       ``read_raw`` is sampled (at most ``max_samples`` times) until ``ui.progress`` returns
+       False;
+    4. ranges shrink by ``margin_ticks``; a joint's zero is the middle of its range (LeRobot's
+       degrees); limits become the recorded travel in radians, never wider than ``base``'s
+       limits (the arm's hard limits); ids, drive modes and homing offsets come from ``base``.
 
     Raises ``CalibrationAborted`` when the user aborts and ``CalibrationError`` naming the
-    joint when a joint barely moved or its zero lies outside its travel.
+    joint when a joint barely moved or the middle pose lies outside its travel.
     """
     base = base or default_so101()
     names = base.names
     if set_torque is not None:
         ui.instruct("torque_off", "Torque is off: every joint can be moved by hand.")
         set_torque(False)
-    ui.instruct("zero", "Put the arm in its zero pose: shoulder centred, upper arm and "
-                "forearm at their middle position, wrist level, roll centred, gripper closed. "
-                "Confirm when it is there.")
+    ui.instruct("zero", "Put the arm in the middle of its travel: shoulder centred, upper arm "
+                "and forearm at their middle position, wrist level, roll centred, gripper "
+                "half open. Confirm when it is there.")
     if not ui.confirm("zero"):
         raise CalibrationAborted("calibration aborted at the zero pose")
     zero = _sample(read_raw, names)
@@ -353,29 +377,17 @@ def run_guided_calibration(
             raise CalibrationError(f"joint {n!r} moved only {span} ticks during calibration "
                                    f"(need at least {min_span_ticks}); move it end to end")
         rmin, rmax = lo[n] + margin_ticks, hi[n] - margin_ticks
-        off = zero[n]
-        if n == GRIPPER:
-            off = min(max(off, rmin), rmax)
-            # the gripper opens away from its closed (zero) pose
-            direction = 1 if (rmax - off) >= (off - rmin) else -1
-            open_ticks = (rmax - off) if direction == 1 else (off - rmin)
-            if open_ticks < min_span_ticks:
-                raise CalibrationError(f"gripper opened only {open_ticks} ticks from closed; "
-                                       "close it for the zero pose, then open it fully")
-            upt = (b.upper - b.lower) / open_ticks
-            joints.append(replace(b, homing_offset=off, direction=direction, range_min=rmin,
-                                  range_max=rmax, units_per_tick=upt))
-            continue
-        if not rmin <= off <= rmax:
-            raise CalibrationError(f"joint {n!r}: zero pose tick {off} lies outside its "
+        if not rmin <= zero[n] <= rmax:
+            raise CalibrationError(f"joint {n!r}: middle pose tick {zero[n]} lies outside its "
                                    f"recorded travel {rmin}..{rmax}")
-        a, c = sorted(b.direction * (r - off) * b.units_per_tick for r in (rmin, rmax))
+        mid = (rmin + rmax) / 2
+        a, c = sorted(b.direction * (r - mid) * RAD_PER_TICK for r in (rmin, rmax))
         lower, upper = max(b.lower, a), min(b.upper, c)
         # round inward so the limits map inside the range
         lower = math.ceil(lower * 1e4) / 1e4
         upper = math.floor(upper * 1e4) / 1e4
-        joints.append(JointCalibration(n, b.servo_id, off, b.direction, rmin, rmax, lower, upper,
-                                       b.max_velocity, b.units_per_tick))
+        joints.append(JointCalibration(n, b.servo_id, b.homing_offset, b.direction, rmin, rmax,
+                                       lower, upper, b.max_velocity))
     cal = ArmCalibration(tuple(joints), base.max_step)
     ui.instruct("done", "Calibration recorded.")
     return cal

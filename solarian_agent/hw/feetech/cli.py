@@ -215,8 +215,7 @@ def _ping(args: argparse.Namespace, stack: ExitStack) -> int:
         for n in arm.joint_names:
             s = state.servos[n]
             pos = state.positions[n]
-            rows.append([n, s.servo_id, f"{pos * 1000:.1f} mm" if n == "gripper"
-                         else f"{pos:+.3f} rad", s.raw_position, f"{s.voltage_v:.1f}",
+            rows.append([n, s.servo_id, f"{pos:+.3f} rad", s.raw_position, f"{s.voltage_v:.1f}",
                          f"{s.temperature_c:.0f}", f"{s.load * 100:.0f}%",
                          ", ".join(s.error_flags) or "ok"])
     else:
@@ -281,8 +280,6 @@ def _import_lerobot(args: argparse.Namespace, stack: ExitStack) -> int:
 
 
 def _limits(joint: str, lim: tuple[float, float]) -> str:
-    if joint == "gripper":
-        return f"{lim[0] * 1000:.0f} .. {lim[1] * 1000:.0f} mm"
     return f"{lim[0]:+.3f} .. {lim[1]:+.3f} rad"
 
 

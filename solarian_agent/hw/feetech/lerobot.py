@@ -12,12 +12,15 @@ register (EEPROM), so the servo itself reports ``present = actual - homing_offse
 the pose the arm was in during its calibration at mid-turn (2047).  ``range_min`` /
 ``range_max`` are the travel recorded afterwards, in those reported ticks.  In its degrees mode
 a joint's zero is the middle of that range; the gripper's 0..100 runs from ``range_min``
-(closed) to ``range_max`` (open); ``drive_mode`` 1 inverts a joint.
+(closed) to ``range_max`` (open) in its 0..100 mode, while its degrees mode (this package's
+convention for every joint) reads the jaw as an angle; ``drive_mode`` 1 inverts a joint in
+the 0..100 / -100..100 modes only.
 
-So the import keeps the servos as LeRobot left them and maps, per joint: zero (our
-``homing_offset``) at the middle of the recorded range, the raw range as recorded, the limits
-the recorded travel in radians but never wider than the shipped SO-101 limits, the direction
-from ``drive_mode``; the gripper's recorded opening becomes 0..60 mm.  ``compare`` says which
+So the import keeps the servos as LeRobot left them and takes, per joint (the gripper
+included, as the moving jaw's angle), the id, ``drive_mode``, ``homing_offset`` and raw range
+as recorded; the calibration maps ticks to radians as LeRobot's degrees mode does (zero at the
+middle of the range, no inversion whatever ``drive_mode`` says, as there); the limits are the
+recorded travel in radians but never wider than the shipped SO-101 limits.  ``compare`` says which
 joints differ from the shipped limits, and ``check_servo_offsets`` whether the servos still hold
 the file's homing offsets (after a servo was reset or swapped they do not, and every position
 would be off; ``write_servo_offsets`` puts them back).
@@ -29,7 +32,7 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +40,6 @@ from solarian_agent.core.errors import ConfigError
 from solarian_agent.hw.errors import CalibrationError
 from solarian_agent.hw.feetech.bus import FeetechBus
 from solarian_agent.hw.feetech.calibration import (
-    GRIPPER,
     RAD_PER_TICK,
     SO101_JOINTS,
     ArmCalibration,
@@ -118,28 +120,25 @@ def read_lerobot(path: str | Path) -> dict[str, LeRobotMotor]:
 def to_arm_calibration(motors: Mapping[str, LeRobotMotor], shipped: ArmCalibration
                        ) -> ArmCalibration:
     """The package's calibration for the arm LeRobot calibrated (see the module docstring);
-    ``shipped`` gives the hard limits, speeds and the gripper's aperture."""
+    ``shipped`` gives the hard limits and speeds."""
     joints = []
     for base in shipped.joints:
         m = motors.get(base.name)
         if m is None:
             raise CalibrationError(f"the LeRobot file has no motor {base.name!r}")
-        direction = -1 if m.drive_mode else 1
-        if base.name == GRIPPER:
-            closed = m.range_max if m.drive_mode else m.range_min
-            opening = m.range_max - m.range_min
-            joints.append(replace(base, servo_id=m.servo_id, homing_offset=closed,
-                                  direction=direction, range_min=m.range_min,
-                                  range_max=m.range_max,
-                                  units_per_tick=(base.upper - base.lower) / opening))
-            continue
-        mid = int(round((m.range_min + m.range_max) / 2))
+        # LeRobot's degrees mode ignores drive_mode (it inverts only its 0..100 / -100..100
+        # modes): the joint reads as LeRobot's degrees only with the sign left at +1
+        direction = 1
+        mid = (m.range_min + m.range_max) / 2
         a, b = sorted(direction * (r - mid) * RAD_PER_TICK for r in (m.range_min, m.range_max))
         lower = math.ceil(max(base.lower, a) * 1e4) / 1e4  # rounded inward
         upper = math.floor(min(base.upper, b) * 1e4) / 1e4
-        joints.append(JointCalibration(base.name, m.servo_id, mid, direction, m.range_min,
-                                       m.range_max, lower, upper, base.max_velocity,
-                                       RAD_PER_TICK))
+        try:
+            joints.append(JointCalibration(base.name, m.servo_id, m.homing_offset, direction,
+                                           m.range_min, m.range_max, lower, upper,
+                                           base.max_velocity))
+        except CalibrationError as e:
+            raise CalibrationError(f"LeRobot motor {base.name!r}: {e}") from e
     return ArmCalibration(tuple(joints), shipped.max_step)
 
 
@@ -161,25 +160,25 @@ def compare(imported: ArmCalibration, shipped: ArmCalibration, tol_rad: float = 
     out = []
     for s in shipped.joints:
         j = imported.joint(s.name)
-        tol = tol_rad if s.name != GRIPPER else 0.0005
+        tol = tol_rad
         notes = []
         if j.lower > s.lower + tol:
-            notes.append(f"lower limit {_u(j.lower, s.name)} instead of {_u(s.lower, s.name)}: "
+            notes.append(f"lower limit {_u(j.lower)} instead of {_u(s.lower)}: "
                          "the recorded travel ends earlier")
         if j.upper < s.upper - tol:
-            notes.append(f"upper limit {_u(j.upper, s.name)} instead of {_u(s.upper, s.name)}: "
+            notes.append(f"upper limit {_u(j.upper)} instead of {_u(s.upper)}: "
                          "the recorded travel ends earlier")
         if j.servo_id != s.servo_id:
             notes.append(f"servo id {j.servo_id} instead of {s.servo_id}")
         if j.direction != s.direction:
-            notes.append("turns the other way (LeRobot drive_mode 1)")
+            notes.append("turns the other way (drive_mode 1 in the shipped file)")
         out.append(JointDifference(s.name, (s.lower, s.upper), (j.lower, j.upper),
                                    "; ".join(notes)))
     return out
 
 
-def _u(v: float, joint: str) -> str:
-    return f"{v * 1000:.1f} mm" if joint == GRIPPER else f"{v:+.3f} rad"
+def _u(v: float) -> str:
+    return f"{v:+.3f} rad"
 
 
 def check_servo_offsets(bus: FeetechBus, motors: Mapping[str, LeRobotMotor]

@@ -8,8 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from solarian_agent.arm.description import (MESH_PREFIX, boxes_as_visuals, describe, mesh_dir,
-                                             mesh_names)
+from solarian_agent.arm.description import (
+    MESH_PREFIX,
+    boxes_as_visuals,
+    describe,
+    mesh_dir,
+    mesh_names,
+)
 
 URDF = (Path(__file__).resolve().parents[2] / "urdf" / "so101.urdf").read_text(encoding="utf-8")
 # the parts the URDF's visuals name (the published SO-101 meshes), written out

@@ -15,7 +15,6 @@ from solarian_agent.arm.kinematics import ArmModel
 from solarian_agent.sim.mujoco.render import MujocoRenderer
 from solarian_agent.sim.mujoco.world import MujocoWorld
 
-
 DOWN = math.pi / 2  # approach straight down
 
 

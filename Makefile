@@ -10,7 +10,12 @@ ROS_WHEELS := $(VENV)/.ros-wheels
 ROS_BUILT := build/ros/.built
 INTERFACES := $(wildcard msg/*.msg srv/*.srv action/*.action)
 
-.PHONY: demo test bench mutate lint typecheck clean clean-mutants venv ros ros-check
+# the SO-101's STL meshes into ~/.cache/solarian_agent/meshes/so101 (or $$SOLARIAN_MESH_DIR);
+# demo and test go on without them (one line says so) and draw the arm with boxes
+meshes: $(STAMP)
+	$(PY) scripts/fetch_meshes.py
+
+.PHONY: meshes demo test bench mutate lint typecheck clean clean-mutants venv ros ros-check
 
 venv: $(STAMP)
 
@@ -37,12 +42,14 @@ ros-check: $(ROS_BUILT)
 	$(PY) scripts/ros_wheels.py check
 
 demo: $(STAMP)
+	$(PY) scripts/fetch_meshes.py --soft
 	$(VENV)/bin/solarian-agent demo
 
 # SOLARIAN_REQUIRE_ROS: a missing or broken ROS set-up fails the ROS tests, never skips them
 test: $(STAMP) $(ROS_BUILT)
 	sh scripts/install_browser.sh
 	sh scripts/install_gl.sh
+	$(PY) scripts/fetch_meshes.py --soft
 	$(PY) -m ruff check solarian_agent test scripts
 	$(PY) -m mypy
 	SOLARIAN_REQUIRE_ROS=1 $(PY) -m pytest -q

@@ -3,38 +3,50 @@ side while the arm lifts the red cup (``python scripts/render_mujoco_frame.py [o
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
 import cv2
 import numpy as np
 
+from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.kinematics import ArmModel
 from solarian_agent.sim.mujoco.render import MujocoRenderer
 from solarian_agent.sim.mujoco.world import MujocoWorld
-from solarian_agent.sim.world import APPROACH_PITCHES
+
+DOWN = math.pi / 2  # approach straight down
 
 
-def move(world: MujocoWorld, xyz: tuple[float, float, float], aperture: float) -> None:
-    q, _ = world.arm.ik_search(xyz, APPROACH_PITCHES, world.q[:5])
-    world.command(np.concatenate([q, [aperture]]))
-    for _ in range(300):
-        world.step(0.02)
-        if world.settled():
-            return
+def pose_beside(arm: ArmModel, centre: np.ndarray, radius: float, z: float,
+                jaw: float) -> np.ndarray:
+    """The fixed jaw's face (the tool point) 5 mm outside the cup, the cup on the moving jaw's
+    side (gripper_link +x is the closing direction), approaching straight down."""
+    q = np.array([0.0, 0.0, 0.0, 0.0, 0.0, jaw])
+    for _ in range(3):  # the closing direction depends on the pose: settle it
+        closing = arm.frame_pose(q, "gripper_link")[:3, 0]
+        target = centre - (radius + 0.005) * closing
+        target[2] = z
+        q = arm.ik(target, DOWN, q)
+        q[5] = jaw
+    return q
 
 
 def main(out: str = "docs/mujoco_frame.png") -> int:
     arm = ArmModel.default()
     world = MujocoWorld(arm, seed=7)
     cup = world.objects["red_cup"]
-    x, y = cup.x, cup.y
-    move(world, (x, y, 0.09), 0.055)
-    move(world, (x, y, 0.015), 0.055)
-    world.command({"gripper": 0.0})
+    q = pose_beside(arm, np.array([cup.x, cup.y, 0.0]), cup.radius, cup.height / 2,
+                    SO101_JAW.angle_for(2 * cup.radius + 0.03))
+    world._set_joints(q)
+    world.setpoint[:] = q
+    world.target[:] = q
+    world.command({"gripper": -0.17})  # the jaw closes until the cup stops it
     for _ in range(60):
-        world.step(0.02)
-    move(world, (x, y, 0.10), 0.0)
+        world.step(1 / 60)
+    world.command({"shoulder_lift": float(world.q[1]) - 0.35})  # lift
+    for _ in range(180):
+        world.step(1 / 60)
     renderer = MujocoRenderer(arm)
     overhead = renderer.render("overhead", world)
     wrist = renderer.render("wrist", world)

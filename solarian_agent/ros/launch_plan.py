@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..arm.description import describe
 from . import graph
 
 PKG = "solarian_agent"
@@ -133,9 +134,10 @@ def _config(args: Mapping[str, str], share: Path) -> str:
 def _urdf(share: Path) -> str:
     path = share / "urdf" / "so101.urdf"
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except OSError as e:  # robot_state_publisher would only fail later, less clearly
         raise ValueError(f"the URDF for robot_state_publisher is missing: {path}: {e}") from e
+    return describe(text, share=share).urdf
 
 
 def _agent_nodes(args: Mapping[str, str], share: Path, sim: str = "") -> list[Planned]:

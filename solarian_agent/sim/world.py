@@ -434,7 +434,7 @@ class World:
             self._apply_move(move)
 
     def _update_tip(self) -> None:
-        pose = self.arm.frame_pose(self.q, "gripper_tip")
+        pose = self.arm.frame_pose(self.q, "gripper_frame_link")
         self.tip_pose = pose
         self.tip_xyz = pose[:3, 3].copy()
 

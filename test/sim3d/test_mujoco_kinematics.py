@@ -28,12 +28,10 @@ def test_forward_kinematics_agree_within_a_millimetre_at_random_joints(
         arm: ArmModel, world: MujocoWorld) -> None:
     rng = np.random.default_rng(19)
     links = list(read_urdf(arm.urdf_path).links)
-    # the root is MuJoCo's world; gripper_aperture hangs from the virtual aperture joint that
-    # the fingers mimic (it has no mass and is not simulated: the fingers are)
+    # the root is MuJoCo's world
     links.remove("world")
-    links.remove("gripper_aperture")
-    worst_mm = worst_rad = 0.0
-    for _ in range(60):
+    worst_mm = worst_rad = worst_tool_mm = 0.0
+    for _ in range(1000):
         q = rng.uniform(arm.lower, arm.upper)
         _set_q(world, q)
         for link in links:
@@ -44,18 +42,21 @@ def test_forward_kinematics_agree_within_a_millimetre_at_random_joints(
             rot = world.data.site_xmat[sid].reshape(3, 3).T @ pose[:3, :3]
             ang = math.acos(max(-1.0, min(1.0, (np.trace(rot) - 1) / 2)))
             worst_mm, worst_rad = max(worst_mm, 1000 * err), max(worst_rad, ang)
+        tool = np.linalg.norm(world.data.site_xpos[world._tip] - arm.fk(q)[0])
+        worst_tool_mm = max(worst_tool_mm, 1000 * tool)
+    assert worst_tool_mm < 1.0
     assert worst_mm < 1.0
     assert worst_rad < 1e-3
     world.reset(world.seed)
 
 
-def test_the_aperture_reading_is_the_urdf_gripper_joint(arm: ArmModel,
-                                                        world: MujocoWorld) -> None:
-    q = np.array([0.3, 0.2, 0.4, 1.0, -0.5, 0.037])
+def test_the_gripper_reading_is_the_urdf_jaw_angle(arm: ArmModel,
+                                                   world: MujocoWorld) -> None:
+    q = np.array([0.3, 0.2, 0.4, 1.0, -0.5, 0.9])
     _set_q(world, q)
     world._read_state()
-    assert world.q[5] == pytest.approx(0.037, abs=1e-9)
-    for side in ("gripper_left_finger", "gripper_right_finger"):
+    assert world.q[5] == pytest.approx(0.9, abs=1e-9)
+    for side in ("gripper_link", "moving_jaw_so101_v1_link"):
         sid = mujoco.mj_name2id(world.model, mujoco.mjtObj.mjOBJ_SITE, side)
         assert np.allclose(world.data.site_xpos[sid], arm.frame_pose(q, side)[:3, 3],
                            atol=1e-6)
@@ -81,13 +82,13 @@ def test_joint_limits_and_actuators_come_from_the_urdf(arm: ArmModel,
                                                        world: MujocoWorld) -> None:
     m = world.model
     for name, lim in arm.limits.items():
-        if name == "gripper":
-            continue
         jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
         assert tuple(m.jnt_range[jid]) == pytest.approx((lim.lower, lim.upper))
     act = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, i) for i in range(m.nu)]
-    assert act[:5] == list(arm.limits)[:5]
-    assert all(a.startswith("gripper_") for a in act[5:]) and len(act) == 7
+    # one servo per joint, the jaw's included (its angle in radians, no finger mimics)
+    assert act == list(arm.limits)
+    jaw = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, "gripper")
+    assert tuple(m.actuator_ctrlrange[jaw]) == pytest.approx((-0.174533, 1.74533))
 
 
 def test_rotation_helpers_round_trip() -> None:
@@ -103,7 +104,7 @@ def test_rotation_helpers_round_trip() -> None:
 
 
 @pytest.mark.parametrize("text, where", [
-    ('<link name="a"><visual><geometry><mesh filename="x.stl"/></geometry></visual></link>',
+    ('<link name="a"><visual><geometry><mesh filename="x.obj"/></geometry></visual></link>',
      "link[a].visual[0].geometry"),
     ('<link name="a"/><joint name="j" type="fixed"><parent link="a"/><child link="b"/>'
      '</joint>', "joint[j]"),

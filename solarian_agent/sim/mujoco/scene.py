@@ -211,6 +211,8 @@ def build_scene(arm: ArmMjcf, layout: Layout, world_cfg: WorldConfig = WorldConf
         _sub(asset, "material", name=name, rgba=rgba, **plain)
     for m in arm.materials:
         asset.append(m)
+    for m in arm.meshes:
+        asset.append(m)
     cup = layout.objects["red_cup"]
     paper = layout.objects["yellow_paper"]
     verts, faces = paper_mesh(paper.radius, paper.height, layout.seed)

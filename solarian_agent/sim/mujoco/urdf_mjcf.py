@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +43,7 @@ class UrdfShape:
     xyz: tuple[float, float, float]
     rpy: tuple[float, float, float]
     material: str = ""
+    mesh: str = ""  # kind "mesh": the file name (the URI's last part)
 
 
 @dataclass(frozen=True)
@@ -129,9 +130,14 @@ def _shape(el: ET.Element, where: str) -> UrdfShape | None:
         size = (float(g.get("radius", "nan")), float(g.get("length", "nan")))
     elif g.tag == "sphere":
         size = (float(g.get("radius", "nan")),)
+    elif g.tag == "mesh":
+        uri = g.get("filename", "")
+        if not uri.endswith(".stl"):
+            raise ConfigError(f"{where}.geometry", f"mesh {uri!r} is not an .stl file")
+        return UrdfShape("mesh", (), xyz, rpy, material, uri.rsplit("/", 1)[-1])
     else:
         raise ConfigError(f"{where}.geometry", f"{g.tag!r} is not supported; allowed: box, "
-                                               "cylinder, sphere (the URDF has no meshes)")
+                                               "cylinder, sphere, mesh")
     if not all(math.isfinite(v) and v > 0 for v in size):
         raise ConfigError(f"{where}.geometry", f"{g.tag} needs positive sizes, got {size}")
     return UrdfShape(g.tag, size, xyz, rpy, material)
@@ -256,9 +262,9 @@ class ArmPhysics:
     kv: float = 1.2
     armature: float = 0.01
     damping: float = 0.05
-    gripper_kp: float = 400.0  # N per metre of aperture error
-    gripper_kv: float = 4.0
-    gripper_force: float = 8.0  # N, the fingers' squeeze at most
+    gripper_kp: float = 3.0  # N m per radian of jaw angle error
+    gripper_kv: float = 0.05
+    gripper_force: float = 0.5  # N m, the jaw servo's torque at most (~7 N at the jaw tip)
     finger_friction: float = 1.2
     gravcomp: bool = True
 
@@ -287,6 +293,7 @@ class ArmMjcf:
     fingers: tuple[str, ...]  # the finger links (bodies)
     aperture: tuple[tuple[str, float], ...]  # (finger joint, multiplier) of the virtual joint
     cameras: tuple[str, ...]
+    meshes: list[ET.Element] = field(default_factory=list)  # <mesh> assets of the visuals
 
 
 def _geom(shape: UrdfShape, name: str, visual: bool, rgba: tuple[float, ...] | None,
@@ -298,6 +305,9 @@ def _geom(shape: UrdfShape, name: str, visual: bool, rgba: tuple[float, ...] | N
     elif shape.kind == "cylinder":
         g.set("type", "cylinder")
         g.set("size", fmt([shape.size[0], shape.size[1] / 2]))
+    elif shape.kind == "mesh":
+        g.set("type", "mesh")
+        g.set("mesh", shape.mesh.removesuffix(".stl"))
     else:
         g.set("type", "sphere")
         g.set("size", fmt(shape.size))
@@ -324,10 +334,23 @@ def _geom(shape: UrdfShape, name: str, visual: bool, rgba: tuple[float, ...] | N
 
 def arm_mjcf(robot: UrdfRobot, physics: ArmPhysics = ArmPhysics(),
              cameras: Mapping[str, tuple[str, float]] | None = None,
-             material_prefix: str = "arm_") -> ArmMjcf:
+             material_prefix: str = "arm_", mesh_dir: Path | None = None,
+             jaw_joint: str = "gripper") -> ArmMjcf:
     """The body tree of ``robot`` from its root link.  ``cameras`` maps an optical link to
-    (camera name, vertical field of view in degrees)."""
+    (camera name, vertical field of view in degrees).  The visuals are the URDF's meshes when
+    ``mesh_dir`` holds every one, else each link's collision boxes.  ``jaw_joint`` (revolute)
+    moves the jaw on its child against the fixed jaw on its parent; both links' collision
+    geoms are the jaws."""
     cams = dict(cameras or {})
+    mesh_files = sorted({s.mesh for ln in robot.links.values() for s in ln.visuals
+                         if s.kind == "mesh"})
+    use_meshes = bool(mesh_files) and mesh_dir is not None and all(
+        (mesh_dir / f).is_file() for f in mesh_files)
+    mesh_assets = [ET.Element("mesh", name=f.removesuffix(".stl"),
+                              file=str((mesh_dir / f).resolve()))
+                   for f in mesh_files] if use_meshes and mesh_dir is not None else []
+    jaw = robot.joints.get(jaw_joint)
+    jaw_links = (jaw.parent, jaw.child) if jaw is not None and jaw.mimic is None else ()
     virtual: dict[str, list[tuple[str, float]]] = {}
     for j in robot.joints.values():
         if j.mimic is not None:
@@ -373,7 +396,12 @@ def arm_mjcf(robot: UrdfRobot, physics: ArmPhysics = ArmPhysics(),
             joints.append(joint.name)
             if joint.name in finger_joints:
                 fingers.append(link)
-        for i, shape in enumerate(ln.visuals):
+        if link in jaw_links:
+            fingers.append(link)
+        visuals = [v for v in ln.visuals if v.kind != "mesh" or use_meshes]
+        if not use_meshes and any(v.kind == "mesh" for v in ln.visuals):
+            visuals += [replace(c, material="printed") for c in ln.collisions]
+        for i, shape in enumerate(visuals):
             mat = (f"{material_prefix}{shape.material}"
                    if shape.material in robot.materials else None)
             body.append(_geom(shape, f"{link}_visual{i}", True, None, mat))
@@ -405,11 +433,16 @@ def arm_mjcf(robot: UrdfRobot, physics: ArmPhysics = ArmPhysics(),
         if name in finger_joints:
             continue
         j = robot.joints[name]
+        is_jaw = bool(jaw_links) and name == jaw_joint
+        kp, kv = ((physics.gripper_kp, physics.gripper_kv) if is_jaw
+                  else (physics.kp, physics.kv))
+        effort = min(j.effort, physics.gripper_force) if is_jaw else j.effort
         actuators.append(ET.Element(
-            "position", name=name, joint=name, kp=f"{physics.kp:.9g}", kv=f"{physics.kv:.9g}",
-            ctrlrange=fmt((j.lower, j.upper)), forcerange=fmt((-j.effort, j.effort))))
+            "position", name=name, joint=name, kp=f"{kp:.9g}", kv=f"{kv:.9g}",
+            ctrlrange=fmt((j.lower, j.upper)), forcerange=fmt((-effort, effort))))
         actuated.append(name)
-    aperture: list[tuple[str, float]] = []
+    # the gripper's measured value: the jaw joint itself (radians), or the fingers' mimics
+    aperture: list[tuple[str, float]] = [(jaw_joint, 1.0)] if jaw_links else []
     for master, mimics in virtual.items():
         mj = robot.joints[master]
         aperture = [(n, m) for n, m in mimics]
@@ -425,5 +458,5 @@ def arm_mjcf(robot: UrdfRobot, physics: ArmPhysics = ArmPhysics(),
                 forcerange=fmt((-force * abs(mult), force * abs(mult)))))
             actuated.append(master)
     return ArmMjcf(bodies, actuators, mats, tuple(joints), tuple(actuated),
-                   tuple(fingers), tuple(aperture), tuple(cam_names))
+                   tuple(fingers), tuple(aperture), tuple(cam_names), mesh_assets)
 

@@ -32,7 +32,8 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from solarian_agent.arm.kinematics import GRIPPER_JOINT, JOINT_NAMES, ArmModel
+from solarian_agent.arm.description import mesh_dir
+from solarian_agent.arm.kinematics import GRIPPER_JOINT, JOINT_NAMES, TIP_FRAME, ArmModel
 from solarian_agent.core.errors import ConfigError
 
 from ..camera import CAMERA_SPECS
@@ -109,7 +110,8 @@ class MujocoWorld:
         self._vmax = arm.velocity * config.speed_scale
         self._robot = read_urdf(arm.urdf_path)
         cams = {s.frame: (s.name, fovy_deg(s)) for s in CAMERA_SPECS.values()}
-        self._arm_template: ArmMjcf = arm_mjcf(self._robot, physics.scene.arm, cams)
+        self._arm_template: ArmMjcf = arm_mjcf(self._robot, physics.scene.arm, cams,
+                                                mesh_dir=mesh_dir())
         if tuple(dict.fromkeys(self._arm_template.actuated)) != JOINT_NAMES:
             raise WorldError(f"the URDF's actuated joints {self._arm_template.actuated} are "
                              f"not {JOINT_NAMES}")
@@ -193,7 +195,7 @@ class MujocoWorld:
                                     if m.geom_contype[g] == ARM_CONTYPE])
         self._obj_q = {n: int(m.jnt_qposadr[jid(n)]) for n in OBJECT_NAMES}
         self._obj_v = {n: int(m.jnt_dofadr[jid(n)]) for n in OBJECT_NAMES}
-        self._tip = int(mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, "gripper_tip"))
+        self._tip = int(mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, TIP_FRAME))
 
     def _set_joints(self, q: np.ndarray) -> None:
         d = self.data

@@ -233,7 +233,7 @@ def test_setup_motors_configures_each_servo_it_sets_up(monkeypatch, capsys):
         monkeypatch.setattr("builtins.input", lambda p="": "")
         assert main(["setup-motors", "--port", sim.port_name, "--joint", "wrist_flex"]) == 0
         assert sorted(sim.servos) == [4]
-        assert sim.register(4, STS3215.MIN_POSITION_LIMIT) == 963
+        assert sim.register(4, STS3215.MIN_POSITION_LIMIT) == 965  # the shipped wrist_flex range_min
         assert sim.register(4, STS3215.P_COEFFICIENT) == 16
         assert sim.register(4, STS3215.LOCK) == 1
 

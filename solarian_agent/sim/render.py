@@ -65,6 +65,22 @@ _ARM_FRAMES = ("upper_arm_link", "lower_arm_link", "wrist_link", "gripper_link",
                TIP_FRAME, "moving_jaw_so101_v1_link")
 
 
+def _wrist_view() -> np.ndarray:
+    """The wrist close-up's optical frame in :func:`jaw_frame`: 9 cm behind the jaw tips,
+    3.5 cm to the side, pitched 10 degrees toward the jaws, centred on their gap, so the jaws
+    reach up from the image's bottom edge on either side of it.  The 2D world draws the wrist
+    view from here rather than from the URDF's wrist_camera_optical (beside the fixed jaw):
+    the classical monitor and ``scene.held_in_wrist`` read a close-up centred on the gap."""
+    a = math.radians(10.0)
+    ry = np.array([[math.cos(a), 0.0, math.sin(a)], [0.0, 1.0, 0.0],
+                   [-math.sin(a), 0.0, math.cos(a)]])
+    optical = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+    out = np.eye(4)
+    out[:3, :3] = ry @ optical
+    out[:3, 3] = (-0.09, 0.0, 0.035)
+    return out
+
+
 def jaw_frame(poses: dict[str, np.ndarray], jaw_angle: float) -> tuple[np.ndarray, float]:
     """The jaws' drawing frame and opening (m): origin midway between the jaws' inner faces
     at the tool point's depth, x along the approach (out of the jaws), y along the closing
@@ -77,6 +93,9 @@ def jaw_frame(poses: dict[str, np.ndarray], jaw_angle: float) -> tuple[np.ndarra
     out[:3, 2] = np.cross(approach, closing)
     out[:3, 3] = poses[TIP_FRAME][:3, 3] + closing * (opening / 2)
     return out, opening
+
+
+_WRIST_VIEW = _wrist_view()
 
 
 @dataclass(frozen=True)
@@ -479,9 +498,10 @@ class Renderer(CameraRig):
 
     def _render_wrist(self, name: str, world: World) -> np.ndarray:
         spec = self.specs[name]
-        poses = self.arm.frame_poses(world.q, (spec.frame, TIP_FRAME, "gripper_link"))
+        poses = self.arm.frame_poses(world.q, (TIP_FRAME, "gripper_link"))
+        jaws, opening = jaw_frame(poses, float(world.q[5]))
         cam = self._cams[name]
-        cam.set_pose(poses[spec.frame])
+        cam.set_pose(jaws @ _WRIST_VIEW)
         st = self.style
         blank = self._static.get(("blank", name))
         if blank is None:
@@ -497,7 +517,6 @@ class Renderer(CameraRig):
         for rec in world.receptacles.values():
             self._draw_receptacle(view, rec)
         self._draw_table_objects(view, world)
-        jaws, opening = jaw_frame(poses, float(world.q[5]))
         held = world.held
         if held is not None:  # between the jaws, facing the camera
             self._draw_object(view, held, np.array([held.x, held.y, held.z]), jaws[:3, 1],

@@ -4,7 +4,8 @@ The jaws close along ``gripper_link``'s x axis; the fixed jaw's inner face passe
 tool point and the moving jaw swings to +x.  So a grasp of an object of width ``w`` centred at
 ``c`` puts the tool point at ``c - (w / 2 + clearance) * closing_dir``, opens the jaws wider than
 ``w`` and closes: the object ends against the fixed jaw.  The wrist roll is chosen so the
-closing direction points radially away from the base (the moving jaw on the far side)."""
+closing direction lies along the bearing from the pan axis (either sense: the offset follows
+the real closing direction)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def grasp_joints(arm: ArmModel, centre: Sequence[float], width: float,
                  clearance: float = GRASP_CLEARANCE) -> tuple[np.ndarray, float]:
     """Arm joints ``(q5, pitch)`` that put the fixed jaw's face ``clearance`` from the near
     side of an object of ``width`` centred at ``centre`` (x, y, z), the closing direction
-    along the bearing from the base (either sense).  Raises :class:`UnreachableError` where no pitch reaches."""
+    along the bearing from the pan axis (either sense).  Raises :class:`UnreachableError`
+    where no pitch reaches."""
     c = np.asarray(centre, dtype=float)
     heading = math.atan2(float(c[1]), float(c[0]) - arm.pan_axis_x)
     q = np.asarray(q0, dtype=float).ravel()[:5].copy()

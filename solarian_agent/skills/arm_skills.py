@@ -287,10 +287,9 @@ class PickSkill(MotionSkill):
         ]
 
     def after_waypoint(self, wp: Waypoint, reason: str) -> None:
-        if wp.phase in ("grasping", "lifting"):
-            if self.arm().q()[5] < HELD_MIN_ANGLE:
-                self.fail("the gripper closed on nothing: the grasp missed or the object "
-                          "slipped out")
+        if wp.phase in ("grasping", "lifting") and self.arm().q()[5] < HELD_MIN_ANGLE:
+            self.fail("the gripper closed on nothing: the grasp missed or the object "
+                      "slipped out")
 
     def on_done(self) -> None:
         self.finish(reason="holding the object",

@@ -17,7 +17,7 @@ name: ``rules-open-loop``, ``rules-step-verified`` = ``rules-v1``, ``rules-predi
   harness runs); a failed skill is redone on its own from the fresh view; home and a final
   ``verify_state`` before finishing.
 * ``predictive`` — step verification plus :class:`~.rules_predict.OutcomeModel`: it ranks the
-  next object by expected cost (when the task leaves the order open), predicts the aperture a
+  next object by expected cost (when the task leaves the order open), predicts the jaws' opening a
   pick ends at and whether a release lands inside the receptacle, and calls ``verify_state``
   only when an outcome departs from a confident prediction; the final check always.
 
@@ -246,7 +246,7 @@ class RulesPlanner:
             return [up, ("place_at", {"point": point, "observation_id": view.observation_id},
                          f"place_at {o} -> {d} {{confident={'yes' if sure else 'no'}}}")]
         if held is not None:  # holding what no goal wants now: let go of it here
-            return [up, ("set_gripper", {"aperture_mm": 55}, "")]
+            return [up, ("set_gripper", {"opening_mm": 65}, "")]
         det = view.detections.get(o)
         if det is None:
             return [up, ("home", {}, "")]  # the arm may hide it: look again from home
@@ -329,9 +329,9 @@ class RulesPlanner:
                 low, high = float(mark.note["low"]), float(mark.note["high"])
             except (KeyError, ValueError):
                 return "no prediction for the pick"
-            ap = last.data.get("aperture_mm")
+            ap = last.data.get("opening_mm")
             if not (isinstance(ap, int | float) and low <= ap <= high):
-                return f"the fingers stopped at {ap} mm, not within {low}-{high} mm"
+                return f"the jaws stopped {ap} mm apart, not within {low}-{high} mm"
             return ""
         if last.tool == "place_at" and last.outcome == "succeeded" and mark is not None:
             return "" if mark.note.get("confident") == "yes" else "the release was near an edge"
@@ -364,7 +364,7 @@ class RulesPlanner:
         """Every goal done or given up: let go, go home, and finish on a fresh check."""
         up = ("update_plan", {"steps": plan}, "")
         if held is not None or (final is not None and final[1] == "let go"):
-            return [up, ("set_gripper", {"aperture_mm": 55}, "")]
+            return [up, ("set_gripper", {"opening_mm": 65}, "")]
         if not st.at_home() or (final is not None and final[1] == "go home"):
             return [up, ("home", {}, "")]
         if final is None or final[1]:

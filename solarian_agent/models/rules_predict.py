@@ -5,8 +5,8 @@ over what the planner sees: the overhead image's detections and the harness's re
   travels (from the arm's base, through each object to its receptacle), each leg divided by the
   chance that its pick succeeds (a Beta prior per object updated from this run's failed and
   successful picks: geometric retries); the first object of the cheapest order is next.
-* A pick: the fingers should stop at the object's width, estimated from its pixel footprint
-  with the tray (110 mm x 85 mm) as the scale; a pick that ends with the aperture inside
+* A pick: the jaws should stop at the object's width, estimated from its pixel footprint
+  with the tray (110 mm x 85 mm) as the scale; a pick that ends with the jaws' opening inside
   [``low`` x, ``high`` x] that width is confidently holding the object.
 * A place: the object lands where it is released; the release is confidently inside the
   receptacle when the pointed pixel lies at least ``place_margin_px`` inside its pixel hull.
@@ -37,8 +37,8 @@ class PickPrediction:
     low_mm: float
     high_mm: float
 
-    def matches(self, aperture_mm: float | None) -> bool:
-        return aperture_mm is not None and self.low_mm <= aperture_mm <= self.high_mm
+    def matches(self, opening_mm: float | None) -> bool:
+        return opening_mm is not None and self.low_mm <= opening_mm <= self.high_mm
 
 
 class OutcomeModel:

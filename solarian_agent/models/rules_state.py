@@ -6,14 +6,14 @@ holds (the conversation so far).  :class:`RequestState` reads that once per call
 
 * the task (every line of the ``Task:`` message), the newest overhead view (colour segmentation
   of its pixels, never the simulator's truth) and wrist image, and the readings of the newest
-  wake (tip position, gripper aperture);
+  wake (tool point position, the jaws' opening);
 * the plan as the newest wake renders it (step statuses, descriptions, tools, args);
 * every action's end the harness reported ("Action a7 (pick_object) succeeded ..."), with a
   result's data, and the planner's own earlier replies (which object each pick was for, what it
   predicted);
 * what the gripper holds: the arm's state (the last action that changed the grip and its
-  outcome, a ``verify_state`` that said so) and the aperture count, not only the wrist image:
-  open fingers (>= 50 mm) or fingers closed on nothing (< 5 mm) hold nothing, whatever the wrist
+  outcome, a ``verify_state`` that said so) and the jaws' opening count, not only the wrist image:
+  open jaws (>= 60 mm apart) or jaws closed on nothing (< 35 mm) hold nothing, whatever the wrist
   camera sees beyond them.
 """
 
@@ -30,12 +30,13 @@ from ..perception import images as im
 from ..perception import scene
 from .base import ImagePart, Message, ModelRequest
 
-# fingers at least this far apart (mm) hold nothing: the gripper is open; closer than this
-# they closed on nothing (the pick skill's test)
-OPEN_APERTURE_MM = 50.0
-CLOSED_APERTURE_MM = 5.0
-# home puts the tip near (105, 0, 89) mm
-HOME_TIP_MM = (105.0, 0.0, 89.0)
+# jaws at least this far apart (mm, the opening between their inner faces) hold nothing: the
+# gripper is open; closer than this they closed on nothing, past the narrowest object (40 mm;
+# the pick skill's test)
+OPEN_JAWS_MM = 60.0
+CLOSED_JAWS_MM = 35.0
+# home (the folded rest pose, jaws up) puts the tool point near (83, 0, 299) mm
+HOME_TIP_MM = (83.3, 0.0, 298.9)
 HOME_TOL_MM = 15.0
 
 # "finished by the monitor": a monitor finish rule ended the action as done (seed 003: the
@@ -249,8 +250,8 @@ class RequestState:
 
     # readings --------------------------------------------------------------------------------
     @property
-    def aperture(self) -> float | None:
-        ap = self.readings.get("gripper", {}).get("aperture_mm")
+    def jaw_opening(self) -> float | None:
+        ap = self.readings.get("gripper", {}).get("opening_mm")
         return float(ap) if isinstance(ap, int | float) else None
 
     def at_home(self) -> bool:
@@ -266,8 +267,8 @@ class RequestState:
 
     def _held(self) -> str | None:
         """What the gripper holds (see the module docstring)."""
-        ap = self.aperture
-        if ap is not None and not CLOSED_APERTURE_MM <= ap < OPEN_APERTURE_MM:
+        ap = self.jaw_opening
+        if ap is not None and not CLOSED_JAWS_MM <= ap < OPEN_JAWS_MM:
             return None  # open, or closed on nothing
         state: str | None = None  # the arm's state: held object, "" nothing, None unknown
         for o in self.outcomes:
@@ -282,7 +283,7 @@ class RequestState:
             return self.wrist_sees if state == "something" and self.wrist_sees else state
         if state == "":
             return None
-        # unknown (a stopped pick, no history): fingers stopped on something the wrist sees
+        # unknown (a stopped pick, no history): jaws stopped on something the wrist sees
         return self.wrist_sees if ap is not None else None
 
     def last_outcome(self, tool: str) -> Outcome | None:
@@ -302,5 +303,5 @@ class RequestState:
                     None)
 
 
-__all__ = ["CLOSED_APERTURE_MM", "OPEN_APERTURE_MM", "Mark", "Outcome", "PlanLine",
+__all__ = ["CLOSED_JAWS_MM", "OPEN_JAWS_MM", "Mark", "Outcome", "PlanLine",
            "RequestState", "View", "newest_image", "readings_of"]

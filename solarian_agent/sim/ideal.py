@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from solarian_agent.arm.grasp import closing_dir, grasp_joints, open_angle
+from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.kinematics import UnreachableError
 
 from .world import APPROACH_PITCHES, GOALS, World
@@ -26,9 +28,9 @@ from .world import APPROACH_PITCHES, GOALS, World
 class IdealConfig:
     dt: float = 0.02  # s per world step
     hover_z: float = 0.09  # tip height for moving around (m)
-    grasp_z: float = 0.015  # tip height when closing on an object
-    release_z: float = 0.09  # tip height above a receptacle when opening
-    open_aperture: float = 0.06
+    grasp_z: float = 0.015  # tool point height when closing on an object
+    release_z: float = 0.09  # tool point height above a receptacle when opening
+    close_angle: float = SO101_JAW.lower  # the jaw command that squeezes (rad)
     move_timeout_s: float = 8.0  # a single motion that takes longer is a failure
     max_attempts: int = 6  # picks per object
     max_rounds: int = 3  # passes over the goals (someone may undo a placed object)
@@ -97,13 +99,19 @@ class IdealController:
         self.world.command(np.asarray(q, dtype=float))
         self._settle()
 
-    def move_tip(self, x: float, y: float, z: float, aperture: float) -> None:
+    def move_tip(self, x: float, y: float, z: float, jaw: float) -> None:
         w = self.world
         q, _pitch = w.arm.ik_search((x, y, z), APPROACH_PITCHES, q0=w.q[:5])
-        self.move_joints(np.concatenate([q, [aperture]]))
+        self.move_joints(np.concatenate([q, [jaw]]))
 
-    def gripper(self, aperture: float) -> None:
-        self.world.command({"gripper": aperture})
+    def move_grasp(self, x: float, y: float, z: float, width: float, jaw: float) -> None:
+        """Jaws around an object of ``width`` centred at (x, y), the tool point at ``z``."""
+        w = self.world
+        q, _pitch = grasp_joints(w.arm, (x, y, z), width, APPROACH_PITCHES, w.q[:5])
+        self.move_joints(np.concatenate([q, [jaw]]))
+
+    def gripper(self, angle: float) -> None:
+        self.world.command({"gripper": angle})
         self._settle()
 
     # skills ---------------------------------------------------------------------------------
@@ -112,19 +120,27 @@ class IdealController:
         w, cfg = self.world, self.config
         obj = w.objects[name]
         self.picks += 1
-        self.move_tip(obj.x, obj.y, cfg.hover_z, cfg.open_aperture)
+        jaw_open = open_angle(obj.width)
+        self.move_grasp(obj.x, obj.y, cfg.hover_z, obj.width, jaw_open)
         obj = w.objects[name]  # it may have been moved meanwhile; the ideal one re-reads
-        self.move_tip(obj.x, obj.y, cfg.grasp_z, cfg.open_aperture)
-        self.gripper(0.0)
-        self.move_tip(float(w.tip_xyz[0]), float(w.tip_xyz[1]), cfg.hover_z, 0.0)
+        self.move_grasp(obj.x, obj.y, cfg.grasp_z, obj.width, jaw_open)
+        self.gripper(cfg.close_angle)
+        self.move_tip(float(w.tip_xyz[0]), float(w.tip_xyz[1]), cfg.hover_z, cfg.close_angle)
         return w.held is obj
 
     def place(self, name: str, receptacle: str) -> bool:
         w, cfg = self.world, self.config
         rec = w.receptacles[receptacle]
-        self.move_tip(rec.x, rec.y, cfg.release_z, 0.0)
-        self.gripper(cfg.open_aperture)
-        self.move_tip(rec.x, rec.y, cfg.release_z + 0.02, cfg.open_aperture)
+        obj = w.objects[name]
+        # the held object sits half its width along the closing direction from the tool point
+        q, _pitch = w.arm.ik_search((rec.x, rec.y, cfg.release_z), APPROACH_PITCHES,
+                                    q0=w.q[:5])
+        d = closing_dir(w.arm, q)
+        x, y = rec.x - obj.radius * d[0], rec.y - obj.radius * d[1]
+        self.move_tip(x, y, cfg.release_z, cfg.close_angle)
+        jaw_open = open_angle(obj.width)
+        self.gripper(jaw_open)
+        self.move_tip(x, y, cfg.release_z + 0.02, jaw_open)
         return w.objects[name].location == receptacle
 
     def home(self) -> None:
@@ -166,7 +182,7 @@ class IdealController:
             if attempt:
                 self.retries += 1
             if not self.pick(name):
-                self.gripper(cfg.open_aperture)
+                self.gripper(open_angle(obj.width))
                 continue
             self.place(name, goal)
         if w.objects[name].location != goal:

@@ -4,8 +4,8 @@
   tray, the bin, the objects and the arm from above.  Pinhole intrinsics are published as
   ``CameraInfo``; :meth:`Renderer.project` / :meth:`Renderer.unproject` map between its pixels
   and table positions (see :mod:`solarian_agent.sim.camera`).
-* ``wrist`` (480 x 360): on the gripper looking along the fingers; the two grey fingers are
-  always in the bottom half of the image, their gap shows the aperture, and a held object
+* ``wrist`` (480 x 360): on the gripper looking along the jaws; the two grey jaws are
+  always in the bottom half of the image, their gap shows the jaws' opening, and a held object
   sits between them.
 
 Default colours (BGR) are chosen so a classical HSV detector separates them: red cup
@@ -27,7 +27,8 @@ from typing import Any
 import cv2
 import numpy as np
 
-from solarian_agent.arm.kinematics import ArmModel
+from solarian_agent.arm.jaw import SO101_JAW
+from solarian_agent.arm.kinematics import TIP_FRAME, ArmModel
 
 from .camera import (
     OVERHEAD,
@@ -60,7 +61,41 @@ TABLE_TEXTURES: tuple[str, ...] = ("none", "wood", "checker", "blotches")
 OBJECT_TEXTURES: tuple[str, ...] = ("none", "speckle", "stripes")
 _NEAR = 0.01  # m: polygons are clipped at this depth in front of a camera
 _SHIFT = 4  # sub-pixel bits for cv2 polygon drawing
-_ARM_FRAMES = ("upper_arm_link", "forearm_link", "wrist_link", "gripper_link", "gripper_tip")
+_ARM_FRAMES = ("upper_arm_link", "lower_arm_link", "wrist_link", "gripper_link",
+               TIP_FRAME, "moving_jaw_so101_v1_link")
+
+
+def _wrist_view() -> np.ndarray:
+    """The wrist close-up's optical frame in :func:`jaw_frame`: 9 cm behind the jaw tips,
+    3.5 cm to the side, pitched 10 degrees toward the jaws, centred on their gap, so the jaws
+    reach up from the image's bottom edge on either side of it.  The 2D world draws the wrist
+    view from here rather than from the URDF's wrist_camera_optical (beside the fixed jaw):
+    the classical monitor and ``scene.held_in_wrist`` read a close-up centred on the gap."""
+    a = math.radians(10.0)
+    ry = np.array([[math.cos(a), 0.0, math.sin(a)], [0.0, 1.0, 0.0],
+                   [-math.sin(a), 0.0, math.cos(a)]])
+    optical = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+    out = np.eye(4)
+    out[:3, :3] = ry @ optical
+    out[:3, 3] = (-0.09, 0.0, 0.035)
+    return out
+
+
+def jaw_frame(poses: dict[str, np.ndarray], jaw_angle: float) -> tuple[np.ndarray, float]:
+    """The jaws' drawing frame and opening (m): origin midway between the jaws' inner faces
+    at the tool point's depth, x along the approach (out of the jaws), y along the closing
+    direction (gripper_link's x), z across; the fixed jaw's face is at y = -opening / 2."""
+    opening = SO101_JAW.opening(jaw_angle)
+    approach = poses[TIP_FRAME][:3, 2]
+    closing = poses["gripper_link"][:3, 0]
+    out = np.eye(4)
+    out[:3, 0], out[:3, 1] = approach, closing
+    out[:3, 2] = np.cross(approach, closing)
+    out[:3, 3] = poses[TIP_FRAME][:3, 3] + closing * (opening / 2)
+    return out, opening
+
+
+_WRIST_VIEW = _wrist_view()
 
 
 @dataclass(frozen=True)
@@ -76,7 +111,7 @@ class VisualStyle:
     bin_bgr: BGR = (48, 46, 44)
     arm_bgr: BGR = (222, 222, 216)
     base_bgr: BGR = (55, 55, 60)
-    finger_bgr: BGR = (128, 128, 128)
+    finger_bgr: BGR = (128, 128, 128)  # the jaws (name kept: other backends read it)
     object_texture: str = "none"
     light_gain: float = 1.0
     light_gradient: float = 0.0  # 0..1: darkening away from a light spot
@@ -413,30 +448,31 @@ class Renderer(CameraRig):
                                    np.full(24, 0.05)]), st.base_bgr)
         p = {k: v[:3, 3] for k, v in poses.items()}
         arm_c, edge = st.arm_bgr, _shade(st.arm_bgr, 0.8)
-        view.segment(p["upper_arm_link"], p["forearm_link"], 0.034, edge)
-        view.segment(p["upper_arm_link"], p["forearm_link"], 0.028, arm_c)
-        view.segment(p["forearm_link"], p["wrist_link"], 0.03, edge)
-        view.segment(p["forearm_link"], p["wrist_link"], 0.024, arm_c)
+        view.segment(p["upper_arm_link"], p["lower_arm_link"], 0.034, edge)
+        view.segment(p["upper_arm_link"], p["lower_arm_link"], 0.028, arm_c)
+        view.segment(p["lower_arm_link"], p["wrist_link"], 0.03, edge)
+        view.segment(p["lower_arm_link"], p["wrist_link"], 0.024, arm_c)
         grip = poses["gripper_link"]
-        view.segment(p["wrist_link"], grip[:3, 3] + grip[:3, 0] * 0.02, 0.032, arm_c)
-        tip = poses["gripper_tip"]
+        jaws, opening = jaw_frame(poses, float(world.q[5]))
+        view.segment(p["wrist_link"], jaws[:3, 3] - jaws[:3, 0] * 0.07, 0.032, arm_c)
         held = world.held
         if held is not None:
-            self._draw_object(view, held, tip[:3, 3], np.array([1.0, 0, 0]),
-                              np.array([0, 1.0, 0]))
-        plate = np.array([[0.0, -0.04, 0.015], [0.02, -0.04, 0.015], [0.02, 0.04, 0.015],
-                          [0.0, 0.04, 0.015]])
-        view.poly(plate @ grip[:3, :3].T + grip[:3, 3], arm_c, outline=edge)
-        self._draw_fingers(view, tip, float(world.q[5]))
+            self._draw_object(view, held, np.array([held.x, held.y, held.z]),
+                              np.array([1.0, 0, 0]), np.array([0, 1.0, 0]))
+        plate = np.array([[-0.075, -0.03, 0.015], [-0.055, -0.03, 0.015],
+                          [-0.055, 0.03, 0.015], [-0.075, 0.03, 0.015]])
+        view.poly(plate @ jaws[:3, :3].T + jaws[:3, 3], arm_c, outline=edge)
+        del grip
+        self._draw_jaws(view, jaws, opening)
         return img
 
-    def _draw_fingers(self, view: _View, tip: np.ndarray, aperture: float) -> None:
-        """Both fingers as boxes in the tip frame (x from the tip at 0 back into the jaw at
-        -0.075, y outside the gap, z +-0.01); only faces turned towards the camera are drawn.
-        From the wrist camera they reach the bottom edge of the image."""
+    def _draw_jaws(self, view: _View, jaws: np.ndarray, opening: float) -> None:
+        """Both jaws as boxes in :func:`jaw_frame` (x from the tips at 0 back to -0.075, y
+        outside the gap, z +-0.01); only faces turned towards the camera are drawn.  From the
+        wrist camera they reach the bottom edge of the image."""
         st = self.style
-        rot, org = tip[:3, :3], tip[:3, 3]
-        half = aperture / 2
+        rot, org = jaws[:3, :3], jaws[:3, 3]
+        half = opening / 2
         light, dark = st.finger_bgr, _shade(st.finger_bgr, 0.72)
         cam = rot.T @ (view.cam.position - org)  # the camera in the tip frame
         x0, x1, z0, z1 = -0.075, 0.0, -0.01, 0.01
@@ -462,9 +498,10 @@ class Renderer(CameraRig):
 
     def _render_wrist(self, name: str, world: World) -> np.ndarray:
         spec = self.specs[name]
-        poses = self.arm.frame_poses(world.q, (spec.frame, "gripper_tip"))
+        poses = self.arm.frame_poses(world.q, (TIP_FRAME, "gripper_link"))
+        jaws, opening = jaw_frame(poses, float(world.q[5]))
         cam = self._cams[name]
-        cam.set_pose(poses[spec.frame])
+        cam.set_pose(jaws @ _WRIST_VIEW)
         st = self.style
         blank = self._static.get(("blank", name))
         if blank is None:
@@ -480,11 +517,11 @@ class Renderer(CameraRig):
         for rec in world.receptacles.values():
             self._draw_receptacle(view, rec)
         self._draw_table_objects(view, world)
-        tip = poses["gripper_tip"]
         held = world.held
-        if held is not None:  # between the fingers, facing the camera
-            self._draw_object(view, held, tip[:3, 3], tip[:3, 1], tip[:3, 2])
-        self._draw_fingers(view, tip, float(world.q[5]))
+        if held is not None:  # between the jaws, facing the camera
+            self._draw_object(view, held, np.array([held.x, held.y, held.z]), jaws[:3, 1],
+                              jaws[:3, 2])
+        self._draw_jaws(view, jaws, opening)
         return img
 
     # lighting and noise ------------------------------------------------------------------------

@@ -11,12 +11,12 @@ planner's strategies (:mod:`solarian_agent.models.rules_planner`), measured by
 
 * ``observe_scene()`` — render the overhead camera, find the objects and receptacles by colour
   (:func:`solarian_agent.perception.scene.detect`) and unproject their pixels onto the table;
-  the wrist camera says what sits between the fingers.
+  the wrist camera says what sits between the jaws.
 * ``pick(obj)`` — approach above the object at z 0.09 m with the gripper open, descend to
   0.015 m, close, lift to 0.12 m (the :class:`~solarian_agent.skills.arm_skills.PickSkill`
   motion), every waypoint an IK solution stepped through the world.  Optionally given the
-  aperture the caller expects the fingers to stop at, it watches the gripper and cuts the
-  motion short when the fingers close past it.
+  opening (m between the jaws) the caller expects the jaws to stop at, it watches them and cuts the
+  motion short when they close past it.
 * ``place(obj, receptacle)`` — carry to z 0.13 m over the receptacle and open.
 * ``verify_state()`` — a fresh render of both cameras, :func:`scene.report`, what the wrist
   camera sees held, and whether the joint positions are at home.
@@ -32,11 +32,15 @@ from typing import Any
 
 import numpy as np
 
+from solarian_agent.arm.grasp import grasp_joints
+from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.kinematics import ArmModel, UnreachableError
 from solarian_agent.perception import scene
 
 from .render import Renderer
 from .world import APPROACH_PITCHES, GOALS, HOME, HOME_TOLERANCE, OBJECT_NAMES, World
+
+OBJECT_WIDTH = 0.045  # m: the width a pick plans for when not told (the widest object)
 
 TOOL_NAMES: tuple[str, ...] = ("observe_scene", "pick", "place", "verify_state", "stop", "home")
 STRATEGY_NAMES: tuple[str, ...] = ("open_loop", "step_verified", "predictive")
@@ -49,8 +53,8 @@ class ToolsConfig:
     grasp_z: float = 0.015  # tip height when closing
     lift_z: float = 0.12  # tip height after a pick
     carry_z: float = 0.13  # tip height over a receptacle when opening
-    open_aperture: float = 0.055  # m
-    held_min_aperture: float = 0.005  # fingers stopped at least this far apart: holding
+    open_aperture: float = 0.065  # m between the jaws when open
+    held_min_aperture: float = 0.035  # jaws stopped at least this far apart: holding
     move_timeout_s: float = 8.0  # a motion that has not settled by then is a failure
     camera: str = "overhead"
     wrist: str = "wrist"
@@ -171,7 +175,7 @@ class TidyTools:
         q = self.joints()
         # the wrist camera also sees an object below open fingers: held only when the fingers
         # stopped on something (neither closed nor open)
-        if not cfg.held_min_aperture <= q[5] < cfg.open_aperture - 0.005:
+        if not cfg.held_min_aperture <= SO101_JAW.opening(q[5]) < cfg.open_aperture - 0.005:
             held = None
         cam = self.renderer.camera(cfg.camera)
         positions: dict[str, tuple[float, float]] = {}
@@ -183,7 +187,7 @@ class TidyTools:
                 widths[name] = _footprint_width(cam, d, x, y)
         self._frame += 1
         obs = Observation(tool, self._frame, self.sim_time(), scene.report(dets), positions,
-                          widths, held, float(q[5]), self._at_home(q), dets)
+                          widths, held, SO101_JAW.opening(q[5]), self._at_home(q), dets)
         self.last = obs
         if self.first is None:
             self.first = obs
@@ -241,21 +245,26 @@ class TidyTools:
             return self._done("pick", obj, False, f"{obj} was not seen; observe first")
         x, y = target
         floor = None if expect_aperture is None else tolerance * expect_aperture
+        open_jaw = SO101_JAW.angle_for(cfg.open_aperture)
 
         def slipped() -> bool:
-            return floor is not None and float(self._world.q[5]) < floor
+            return floor is not None and self._aperture() < floor
 
         try:
             q = self.joints()
-            above = self._ik(x, y, cfg.hover_z, q)
-            down = self._ik(x, y, cfg.grasp_z, above)
-            lift = self._ik(x, y, cfg.lift_z, down)
+            width = OBJECT_WIDTH if expect_aperture is None else expect_aperture
+            above, _ = grasp_joints(self._world.arm, (x, y, cfg.hover_z), width,
+                                    APPROACH_PITCHES, q[:5])
+            down, _ = grasp_joints(self._world.arm, (x, y, cfg.grasp_z), width,
+                                   APPROACH_PITCHES, above)
+            tip = self._world.arm.fk(down)[0]
+            lift = self._ik(float(tip[0]), float(tip[1]), cfg.lift_z, down)
         except UnreachableError as e:
             return self._done("pick", obj, False, f"out of reach: {e}")
         phases: list[tuple[str, np.ndarray | dict[str, float], bool]] = [
-            ("approaching", np.concatenate([above, [cfg.open_aperture]]), False),
-            ("descending", np.concatenate([down, [cfg.open_aperture]]), False),
-            ("grasping", {"gripper": 0.0}, False),
+            ("approaching", np.concatenate([above, [open_jaw]]), False),
+            ("descending", np.concatenate([down, [open_jaw]]), False),
+            ("grasping", {"gripper": SO101_JAW.lower}, False),
             ("lifting", lift, True),
         ]
         for phase, tgt, watched in phases:
@@ -265,8 +274,8 @@ class TidyTools:
             if outcome == "aborted" or (phase == "grasping" and slipped()):
                 aperture = self._aperture()
                 # back off to the approach pose, fingers open, out of the camera's way
-                self._move(np.concatenate([above, [cfg.open_aperture]]))
-                return self._done("pick", obj, False, "the fingers closed past the expected "
+                self._move(np.concatenate([above, [open_jaw]]))
+                return self._done("pick", obj, False, "the jaws closed past the expected "
                                   "width", aborted=phase, aperture=aperture)
         return self._done("pick", obj, True, "lifted", aperture=self._aperture())
 
@@ -282,7 +291,15 @@ class TidyTools:
             over = self._ik(target[0], target[1], cfg.carry_z, self.joints())
         except UnreachableError as e:
             return self._done("place", f"{obj}->{receptacle}", False, f"out of reach: {e}")
-        for phase, tgt in (("carrying", over), ("releasing", {"gripper": cfg.open_aperture})):
+        # the held object sits against the fixed jaw: aim its centre, not the tool point
+        d = self._world.arm.frame_pose(over, "gripper_link")[:3, 0]
+        half = self._aperture() / 2
+        try:
+            over = self._ik(target[0] - half * d[0], target[1] - half * d[1], cfg.carry_z, over)
+        except UnreachableError as e:
+            return self._done("place", f"{obj}->{receptacle}", False, f"out of reach: {e}")
+        release = {"gripper": SO101_JAW.angle_for(cfg.open_aperture)}
+        for phase, tgt in (("carrying", over), ("releasing", release)):
             if self._move(tgt) == "timeout":
                 return self._done("place", f"{obj}->{receptacle}", False,
                                   f"{phase} did not settle")
@@ -300,7 +317,8 @@ class TidyTools:
         return self._done("stop", "", True, reason or "holding still")
 
     def _aperture(self) -> float:
-        return float(self._world.q[5])
+        """The gap between the jaws (m)."""
+        return SO101_JAW.opening(float(self._world.q[5]))
 
     def _done(self, tool: str, args: str, ok: bool, reason: str, **data: Any) -> ToolResult:
         self._count(tool, args, "ok" if ok else f"failed: {reason}")

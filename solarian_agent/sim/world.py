@@ -15,12 +15,15 @@ Placement is drawn from a seed: no two footprints overlap (plus a margin), every
 the table and is reachable by the arm (IK checked).
 
 The arm: ``step(dt)`` moves each joint toward its commanded target at no more than its
-velocity limit (the URDF's, times ``speed_scale``; a command may lower it).  Closing the
-gripper grasps an object when the fingers reach its width, the tip is below
-``grasp_height``, and the object's centre lies between the finger pads; a held object keeps
-the fingers from closing further and moves with the tip.  Opening releases it: over the tray
-or bin footprint it is in it, elsewhere it lands on the table (or the floor, off the table) at
-the tip's x, y.
+velocity limit (the URDF's, times ``speed_scale``; a command may lower it).  The gripper
+joint is the moving jaw's angle (rad).  Closing it grasps an object when the jaws' opening
+(``SO101_JAW.opening``) reaches the object's width, the tool point is below ``grasp_height``
+(inside the bin: below the bin's rim, so a dropped object can be picked again), and the object
+lies between the fixed jaw's face (through the tool point) and the moving jaw, along the
+closing direction (``gripper_link``'s x axis).  A held object stops the jaw at
+``angle_for(width)`` and moves with the jaws, against the fixed jaw.  Opening releases it: over
+the tray or bin footprint it is in it, elsewhere it lands on the table (or the floor, off the
+table) where it was held.
 
 :meth:`World.truth` is the ground truth.  Only tests, the ideal controller and benchmarks may
 read it; the agent sees the world through the cameras and ``joint_states`` only.
@@ -35,7 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from solarian_agent.arm.kinematics import JOINT_NAMES, ArmModel, UnreachableError
+from solarian_agent.arm.grasp import CLOSING_FRAME
+from solarian_agent.arm.jaw import SO101_JAW
+from solarian_agent.arm.kinematics import JOINT_NAMES, TIP_FRAME, ArmModel, UnreachableError
 from solarian_agent.core.errors import ConfigError, CoreError
 
 from .faults import FaultInjector, PendingMove
@@ -43,8 +48,11 @@ from .faults import FaultInjector, PendingMove
 OBJECT_NAMES: tuple[str, ...] = ("red_cup", "yellow_paper")
 RECEPTACLE_NAMES: tuple[str, ...] = ("tray", "bin")
 GOALS: dict[str, str] = {"red_cup": "tray", "yellow_paper": "bin"}
-# a safe folded pose: tip ~(0.105, 0, 0.09) m, fingers pitched 1.2 rad down, gripper closed
-HOME: tuple[float, ...] = (0.0, -0.6, 0.7, 1.1, 0.0, 0.0)
+# the folded rest pose: upper arm back at its limit, forearm folded over it, the wrist curled up
+# so the jaws point up and back: every link stays within 9 cm of the base in x and 12 cm above
+# the table, out of the overhead camera's view of where objects stand (>= 14 cm from the base);
+# the tool point ~(0.08, 0, 0.30) m; jaws at 0 rad (15.8 mm apart)
+HOME: tuple[float, ...] = (0.0, -1.74, 1.69, -1.6, 0.0, 0.0)
 HOME_TOLERANCE = 0.05  # rad, per arm joint
 # the tool pitches tried when checking reachability, steepest first
 APPROACH_PITCHES: tuple[float, ...] = (math.pi / 2, 1.35, 1.15, 0.95, 0.75)
@@ -77,8 +85,7 @@ class WorldConfig:
     bin_height: float = 0.08
     grasp_height: float = 0.035  # the tip must be at or below this to grasp (m)
     lift_height: float = 0.06  # a grasped object slips (fault) when lifted past this
-    finger_half_width: float = 0.01  # the pads' half extent across the closing axis
-    finger_length: float = 0.05
+    jaw_half_width: float = 0.01  # the jaws' half extent across the closing axis (m)
     grasp_z: float = 0.015  # where a controller should put the tip to grasp
     speed_scale: float = 1.0
     home: tuple[float, ...] = HOME
@@ -93,7 +100,7 @@ class WorldConfig:
             if not lo < hi:
                 raise bad(name, f"needs lo < hi, got {(lo, hi)}")
         for name in ("cup_radius", "paper_radius", "bin_radius", "grasp_height",
-                     "speed_scale", "finger_length"):
+                     "speed_scale", "jaw_half_width"):
             if not getattr(self, name) > 0:
                 raise bad(name, "must be > 0")
         if self.margin < 0:
@@ -361,8 +368,8 @@ class World:
         return x0 + radius <= x <= x1 - radius and y0 + radius <= y <= y1 - radius
 
     def _reachable_fast(self, x: float, y: float, z: float) -> bool:
-        """:meth:`reachable` from a table over the distance from the base: the arm is
-        symmetric about its pan axis, so within the pan limits only r (and z) matter."""
+        """:meth:`reachable` from a table over the distance from the pan axis: the arm is
+        symmetric about it, so within the pan limits only r (and z) matter."""
         lo, hi = self.arm.limits["shoulder_pan"].lower, self.arm.limits["shoulder_pan"].upper
         if not lo <= math.atan2(y, x) <= hi:
             return False
@@ -373,9 +380,10 @@ class World:
         table = _REACH_CACHE.get(key)
         if table is None:
             radii = r0 + _REACH_STEP * np.arange(int((r1 - r0) / _REACH_STEP) + 2)
-            ok = np.array([self.reachable(float(r), 0.0, z) for r in radii])
+            ok = np.array([self.reachable(self.arm.pan_axis_x + float(r), 0.0, z)
+                           for r in radii])
             table = _REACH_CACHE.setdefault(key, ok)
-        i = int((math.hypot(x, y) - r0) / _REACH_STEP)
+        i = int((math.hypot(x - self.arm.pan_axis_x, y) - r0) / _REACH_STEP)
         return i >= 0 and i + 1 < len(table) and bool(table[i]) and bool(table[i + 1])
 
     def reachable(self, x: float, y: float, z: float) -> bool:
@@ -403,68 +411,80 @@ class World:
         themselves (this world follows its command exactly)."""
         return self.joint_positions()
 
-    def set_gripper(self, aperture: float) -> None:
-        self.command({"gripper": aperture})
+    def set_gripper(self, angle: float) -> None:
+        """Command the jaw angle (rad)."""
+        self.command({"gripper": angle})
 
     # physics ----------------------------------------------------------------------------------
     def step(self, dt: float) -> None:
         if not dt > 0:
             raise ValueError(f"World.step needs dt > 0, got {dt}")
-        prev_ap = float(self.q[5])
+        prev_jaw = float(self.q[5])
         lim = self._vcap * dt
         q_prev = self.q.copy()
         self.q += np.clip(self.target - self.q, -lim, lim)
         if self.held is not None:
-            self.q[5] = max(self.q[5], min(self.held.width, self.arm.upper[5]))
+            self.q[5] = max(self.q[5], self._held_angle(self.held))
         self.qd = (self.q - q_prev) / dt
         self.t += dt
         self.steps += 1
         prev_tip = self.tip_xyz
         self._update_tip()
         self.path_length += float(np.linalg.norm(self.tip_xyz - prev_tip))
-        ap = float(self.q[5])
+        jaw = float(self.q[5])
         if self.held is None:
-            if ap < prev_ap:
-                self._try_grasp(prev_ap, ap)
-        elif self.target[5] > self.held.width + 1e-3 and ap > self.held.width + 1e-3:
-            self._release("released")
+            if jaw < prev_jaw:
+                self._try_grasp(prev_jaw, jaw)
+        else:
+            hold = self._held_angle(self.held)
+            if self.target[5] > hold + 0.02 and jaw > hold + 0.02:
+                self._release("released")
         if self.held is not None:
             self._carry()
         for move in self.faults.due_moves(self.t):
             self._apply_move(move)
 
     def _update_tip(self) -> None:
-        pose = self.arm.frame_pose(self.q, "gripper_frame_link")
-        self.tip_pose = pose
-        self.tip_xyz = pose[:3, 3].copy()
+        poses = self.arm.frame_poses(self.q, (TIP_FRAME, CLOSING_FRAME))
+        self.tip_pose = poses[TIP_FRAME]
+        self.tip_xyz = self.tip_pose[:3, 3].copy()
+        self.closing_dir = poses[CLOSING_FRAME][:3, 0].copy()
 
-    def between_fingers(self, obj: WorldObject, aperture: float) -> bool:
-        """Whether ``obj``'s centre lies between the finger pads (aperture ``aperture``)."""
-        cfg = self.config
-        rot = self.tip_pose[:3, :3]
+    @staticmethod
+    def _held_angle(obj: WorldObject) -> float:
+        """The jaw angle at which the jaws stand on ``obj`` (rad)."""
+        return SO101_JAW.angle_for(min(obj.width, SO101_JAW.max_opening))
+
+    def between_jaws(self, obj: WorldObject, opening: float) -> bool:
+        """Whether ``obj`` lies between the fixed jaw's face (through the tool point) and the
+        moving jaw standing ``opening`` metres from it, along the closing direction."""
         d = np.array([obj.x - self.tip_xyz[0], obj.y - self.tip_xyz[1]])
-        closing = rot[:2, 1]
+        closing = self.closing_dir[:2]
         n = float(np.linalg.norm(closing))
-        if n < 0.5:  # the closing axis is near vertical: the fingers cannot pinch a footprint
+        if n < 0.5:  # the closing axis is near vertical: the jaws cannot pinch a footprint
             return False
         closing = closing / n
         across = np.array([-closing[1], closing[0]])
-        along_fingers = rot[:2, 0]
-        if float(across @ along_fingers) < 0:
-            across = -across
-        # the fingers reach back from the tip by their horizontal projection
-        reach_back = cfg.finger_length * float(np.linalg.norm(along_fingers))
-        tol = cfg.finger_half_width + 0.5 * obj.radius
-        s = float(across @ d)
-        return abs(float(closing @ d)) <= aperture / 2 and -(tol + reach_back) <= s <= tol
+        s = float(closing @ d)  # the centre's distance from the fixed jaw's face
+        tol = 0.25 * obj.radius  # an object a little past a face is pushed in as they close
+        return (abs(float(across @ d)) <= self.config.jaw_half_width + 0.5 * obj.radius
+                and s >= obj.radius - tol and s <= opening - obj.radius + tol)
 
-    def _try_grasp(self, prev_ap: float, ap: float) -> None:
-        if self.tip_xyz[2] > self.config.grasp_height:
-            return
+    def grasp_height_for(self, obj: WorldObject) -> float:
+        """How low the tool point must be to grasp ``obj``: ``grasp_height`` above its base,
+        or anywhere below the rim of the bin it lies in."""
+        if obj.location == "bin":
+            return self.config.bin_height
+        return self.config.grasp_height
+
+    def _try_grasp(self, prev_jaw: float, jaw: float) -> None:
+        before, now = SO101_JAW.opening(prev_jaw), SO101_JAW.opening(jaw)
         for obj in self.objects.values():
-            if obj.location != "table" or not (ap < obj.width <= prev_ap):
+            if obj.location not in ("table", "bin") or not (now < obj.width <= before):
                 continue
-            if not self.between_fingers(obj, prev_ap):
+            if self.tip_xyz[2] > self.grasp_height_for(obj):
+                continue
+            if not self.between_jaws(obj, before):
                 continue
             if self.faults.grasp_fails(obj.name, self.t):
                 self._event("grasp_failed", obj.name)
@@ -472,14 +492,15 @@ class World:
             self.held = obj
             obj.location = "held"
             self._slip_checked = False
-            self.q[5] = max(ap, obj.width)
+            self.q[5] = max(jaw, self._held_angle(obj))
             self._event("grasped", obj.name)
             return
 
     def _carry(self) -> None:
         obj = self.held
         assert obj is not None
-        obj.x, obj.y = float(self.tip_xyz[0]), float(self.tip_xyz[1])
+        x, y = self._held_xy(obj)
+        obj.x, obj.y = x, y
         obj.z = max(0.0, float(self.tip_xyz[2]))
         if not self._slip_checked and self.tip_xyz[2] > self.config.lift_height:
             self._slip_checked = True
@@ -490,7 +511,7 @@ class World:
         obj = self.held
         assert obj is not None
         self.held = None
-        x, y = float(self.tip_xyz[0]), float(self.tip_xyz[1])
+        x, y = self._held_xy(obj)
         obj.x, obj.y = x, y
         for rec in self.receptacles.values():
             if rec.contains(x, y):
@@ -503,6 +524,14 @@ class World:
             else:
                 obj.location, obj.z = "floor", 0.0
         self._event(kind, obj.name, location=obj.location, x=round(x, 4), y=round(y, 4))
+
+    def _held_xy(self, obj: WorldObject) -> tuple[float, float]:
+        """Where a held object's centre is: against the fixed jaw, half its width along the
+        closing direction from the tool point."""
+        d = self.closing_dir[:2]
+        n = float(np.linalg.norm(d))
+        off = d / n * obj.radius if n > 1e-6 else np.zeros(2)
+        return float(self.tip_xyz[0] + off[0]), float(self.tip_xyz[1] + off[1])
 
     def _apply_move(self, move: PendingMove) -> None:
         candidates = [o for o in self.objects.values()

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from ..arm.jaw import SO101_JAW
 from ..arm.kinematics import ARM_JOINTS, GRIPPER_JOINT
 from ..core.errors import ConfigError, SkillFailed
 from ..core.skill import Arrival, Skill, ToolSpec, TrackerRequest
@@ -24,12 +25,19 @@ from ..perception import scene
 from .ports import ArmPort, CameraPort
 
 JOINT_TOL = math.radians(2.0)  # "2 units" for joints: 2 degrees
-GRIPPER_TOL = 0.002  # 2 mm of aperture
+GRIPPER_TOL = math.radians(2.0)  # the jaw angle, like the other joints
 CART_TOL_MM = 5.0
 PITCH_TOL = 0.05
-GRIPPER_OPEN = 0.055
-HELD_MIN_APERTURE = 0.005  # fingers stopped at least 5 mm apart: something is between them
-HELD_MAX_APERTURE = 0.050  # ... and short of this: fingers this far apart are open
+# the gripper joint is the moving jaw's angle (rad); openings are the gap between the jaws
+OPEN_MM = 65.0  # a pick opens this wide: the table's objects are at most 45 mm across
+GRIPPER_OPEN = SO101_JAW.angle_for(OPEN_MM / 1000)
+GRIPPER_CLOSE = SO101_JAW.lower  # closing squeezes: a held object stops the jaw short of it
+OBJECT_WIDTH = 0.045  # the width a pick plans for when it is not told (m)
+SMALLEST_OBJECT_MM = 35.0  # a little under the narrowest graspable object (40 mm)
+# a jaw stopped at or above this angle has something between the jaws; one that closed past it
+# closed on nothing
+HELD_MIN_ANGLE = SO101_JAW.angle_for(SMALLEST_OBJECT_MM / 1000)
+HELD_MAX_ANGLE = SO101_JAW.angle_for(0.060)  # ... and short of this: jaws this wide are open
 
 # the monitor questions (seed 003, "Monitor questions"), answered by any vision backend, in the
 # seed's wording.  The rules are measured on the labelled ticks of the product's own picks
@@ -184,10 +192,12 @@ class MoveSkill(MotionSkill):
             params = {"type": "object", "properties": {"dx_mm": ax, "dy_mm": ax, "dz_mm": ax},
                       "additionalProperties": False}
         elif offer == "gripper":
-            desc = "Open or close the gripper to an aperture in millimetres (0 closed, 55 open)."
-            params = {"type": "object", "properties": {"aperture_mm": {
-                "type": "number", "minimum": 0, "maximum": 60}},
-                "required": ["aperture_mm"], "additionalProperties": False}
+            desc = ("Open or close the gripper: the gap between the jaws in millimetres "
+                    f"(0 closed, {OPEN_MM:.0f} open).")
+            params = {"type": "object", "properties": {"opening_mm": {
+                "type": "number", "minimum": 0,
+                "maximum": math.floor(SO101_JAW.max_opening * 1000)}},
+                "required": ["opening_mm"], "additionalProperties": False}
         elif offer == "fixed":
             desc = bound.get("description")
             params = {"type": "object", "properties": {}, "additionalProperties": False}
@@ -213,8 +223,10 @@ class MoveSkill(MotionSkill):
                 target[GRIPPER_JOINT] = float(p.get("gripper", 0.0))
             return [Waypoint(target, f"moving to {name}")]
         if offer == "gripper":
-            return [Waypoint({GRIPPER_JOINT: float(self.params["aperture_mm"]) / 1000.0},
-                             "gripper")]
+            mm = float(self.params["opening_mm"])
+            angle = (GRIPPER_CLOSE if mm <= 0 else
+                     SO101_JAW.angle_for(min(mm / 1000.0, SO101_JAW.max_opening)))
+            return [Waypoint({GRIPPER_JOINT: angle}, "gripper")]
         f = arm.fields(q)
         xyz = np.array([f["x"] + self.params.get("dx_mm", 0.0),
                         f["y"] + self.params.get("dy_mm", 0.0),
@@ -257,29 +269,31 @@ class PickSkill(MotionSkill):
         arm = self.arm()
         q = arm.q()
         x, y = self.target_xy()
+        # tool point heights above the table (the jaw tips are 6 mm below it)
         grasp_z = float(self.params.get("grasp_z", 0.015))
-        above = arm.ik((x, y, 0.09), q)
-        down = arm.ik((x, y, grasp_z), above)
-        lift = arm.ik((x, y, 0.12), down)
+        width = float(self.params.get("object_width", OBJECT_WIDTH))
+        above = arm.grasp_ik((x, y, 0.09), width, q)
+        down = arm.grasp_ik((x, y, grasp_z), width, above)
+        tip = arm.fields(np.concatenate([down, [0.0]]))
+        lift = arm.ik((tip["x"] / 1000, tip["y"] / 1000, 0.12), down)
         self.result["target_mm"] = [round(x * 1000, 1), round(y * 1000, 1)]
         return [
             Waypoint({GRIPPER_JOINT: GRIPPER_OPEN, **_joints(above)}, "approaching"),
             Waypoint(_joints(down), "descending"),
-            Waypoint({GRIPPER_JOINT: 0.0}, "grasping"),
-            # the gripper stays commanded closed: with the object held it cannot get there, so
-            # this waypoint ends by stillness; if the object slipped out, the fingers close
-            Waypoint({GRIPPER_JOINT: 0.0, **_joints(lift)}, "lifting"),
+            Waypoint({GRIPPER_JOINT: GRIPPER_CLOSE}, "grasping"),
+            # the jaw stays commanded closed: with the object held it cannot get there, so
+            # this waypoint ends by stillness; if the object slipped out, the jaw closes
+            Waypoint({GRIPPER_JOINT: GRIPPER_CLOSE, **_joints(lift)}, "lifting"),
         ]
 
     def after_waypoint(self, wp: Waypoint, reason: str) -> None:
-        if wp.phase in ("grasping", "lifting"):
-            ap = self.arm().q()[5]
-            if ap < HELD_MIN_APERTURE:
-                self.fail("the gripper closed on nothing: the grasp missed or the object "
-                          "slipped out")
+        if wp.phase in ("grasping", "lifting") and self.arm().q()[5] < HELD_MIN_ANGLE:
+            self.fail("the gripper closed on nothing: the grasp missed or the object "
+                      "slipped out")
 
     def on_done(self) -> None:
-        self.finish(reason="holding the object", aperture_mm=round(self.arm().q()[5] * 1000, 1))
+        self.finish(reason="holding the object",
+                    opening_mm=round(SO101_JAW.opening(self.arm().q()[5]) * 1000, 1))
 
 
 class PlaceSkill(MotionSkill):
@@ -294,13 +308,18 @@ class PlaceSkill(MotionSkill):
     def plan_waypoints(self) -> list[Waypoint]:
         arm = self.arm()
         q = arm.q()
-        if not arm.holding(HELD_MIN_APERTURE):
+        if not arm.holding(HELD_MIN_ANGLE):
             self.fail("nothing is held: pick the object first")
         cam = self.params.get("camera", self.camera)
         cams: CameraPort = self.ctx.port("cameras")
         x, y = cams.unproject(cam, *self.params["point"], _point_z(self.params))[:2]
         release_z = float(self.params.get("release_z", 0.13))
-        over = arm.ik((x, y, release_z), q)
+        # the held object sits against the fixed jaw, half its width along the closing
+        # direction from the tool point: aim the object's centre, not the tool point
+        half = SO101_JAW.opening(float(q[5])) / 2
+        first = arm.ik((x, y, release_z), q)
+        d = arm.model.frame_pose(first, "gripper_link")[:3, 0]
+        over = arm.ik((x - half * d[0], y - half * d[1], release_z), first)
         self.result["target_mm"] = [round(x * 1000, 1), round(y * 1000, 1)]
         return [
             Waypoint(_joints(over), "carrying"),
@@ -368,15 +387,14 @@ class VerifyState(Skill):
             rep[held] = {**rep[held], "location": "held"}
         self.finish(reason="checked", report=rep, arm_at_home=at_home, frame_seq=frame.seq,
                     observed_at=frame.stamp, held=held,
-                    gripper_mm=round(float(q[5]) * 1000, 1))
+                    opening_mm=round(SO101_JAW.opening(float(q[5])) * 1000, 1))
 
     def held(self, arm: ArmPort, cams: CameraPort, q: np.ndarray) -> str | None:
-        """What the gripper holds: the arm's own state first (the gripper was told to close
-        and its fingers stopped apart, short of open), then the wrist camera names it.  Open
-        fingers, or fingers closed on nothing, hold nothing whatever the wrist camera sees
-        beyond them; fingers stopped on something the wrist camera cannot name hold
-        ``"something"``."""
-        if not arm.holding(HELD_MIN_APERTURE) or q[5] >= HELD_MAX_APERTURE:
+        """What the gripper holds: the arm's own state first (the jaw was told to close and
+        stopped on something, short of open), then the wrist camera names it.  Open jaws, or
+        jaws closed on nothing, hold nothing whatever the wrist camera sees beyond them; jaws
+        stopped on something the wrist camera cannot name hold ``"something"``."""
+        if not arm.holding(HELD_MIN_ANGLE) or q[5] >= HELD_MAX_ANGLE:
             return None
         try:
             wrist = cams.frame(self.params.get("wrist_camera", "wrist"))
@@ -409,7 +427,7 @@ class StallTripwire:
             f = self.arm.fields()
         except SkillFailed:
             return None
-        p = np.array([f["x"], f["y"], f["z"], f["aperture_mm"]])
+        p = np.array([f["x"], f["y"], f["z"], f["opening_mm"]])
         ref = self._ref.get(action_id)
         if ref is None or np.abs(p - ref[0]).max() > self.still_mm:
             self._ref.pop(action_id, None)  # re-inserted as the newest

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arm.jaw import SO101_JAW
 from ..arm.kinematics import ARM_JOINTS, GRIPPER_JOINT, JOINT_NAMES, ArmModel
 from ..core import names
 from ..core.clock import Clock
@@ -48,12 +49,13 @@ class ArmPort:
             raise SkillFailed(f"joint_states lacks joint {e.args[0]!r}") from None
 
     def fields(self, q: np.ndarray | None = None) -> dict[str, float]:
-        """Flat readings: joints (rad), tip x/y/z (mm), pitch (rad), aperture_mm."""
+        """Flat readings: joints (rad; ``gripper`` is the jaw angle), tool point x/y/z (mm),
+        pitch (rad), opening_mm (the gap between the jaws, :data:`SO101_JAW`)."""
         qq = self.q() if q is None else q
         xyz, pitch, _ = self.model.fk(qq[:5])
         out = {n: float(v) for n, v in zip(JOINT_NAMES, qq, strict=True)}
         out.update(x=float(xyz[0] * 1000), y=float(xyz[1] * 1000), z=float(xyz[2] * 1000),
-                   pitch=float(pitch), aperture_mm=float(qq[5] * 1000))
+                   pitch=float(pitch), opening_mm=float(SO101_JAW.opening(qq[5]) * 1000))
         return out
 
     def readings(self, js: JointState | None = None) -> dict[str, dict[str, float]]:
@@ -67,7 +69,8 @@ class ArmPort:
         f = self.fields(np.array([d[n] for n in JOINT_NAMES]))
         return {"arm": {k: round(f[k], 1) for k in ("x", "y", "z")} | {
                     "pitch": round(f["pitch"], 3)},
-                "gripper": {"aperture_mm": round(f["aperture_mm"], 1)},
+                "gripper": {"opening_mm": round(f["opening_mm"], 1),
+                            "jaw": round(f[GRIPPER_JOINT], 3)},
                 "joints": {n: round(f[n], 3) for n in ARM_JOINTS}}
 
     def command(self, target: Mapping[str, float] | Sequence[float],
@@ -84,11 +87,11 @@ class ArmPort:
                                        max_velocity))
         return t
 
-    def holding(self, min_aperture: float = 0.005) -> bool:
-        """The controller's own view: the gripper was told to close and its fingers stopped
-        apart, so something is between them."""
+    def holding(self, min_angle: float) -> bool:
+        """The controller's own view: the jaw was told to close past ``min_angle`` (rad) and
+        stopped at or above it, so something is between the jaws."""
         cmd = self.last_command.get(GRIPPER_JOINT)
-        return cmd is not None and cmd < min_aperture and self.q()[5] >= min_aperture
+        return cmd is not None and cmd < min_angle and self.q()[5] >= min_angle
 
     def hold(self) -> None:
         try:
@@ -112,6 +115,23 @@ class ArmPort:
         except UnreachableError as e:
             raise SkillFailed(f"target {np.round(np.asarray(xyz) * 1000).tolist()} mm is out of "
                               f"reach ({e})") from None
+        return np.asarray(q5[:5], float)
+
+    def grasp_ik(self, centre: Sequence[float], width: float,
+                 q0: np.ndarray | None = None) -> np.ndarray:
+        """Joint targets that put the jaws around an object of ``width`` (m) centred at
+        ``centre`` (m): the wrist rolled so they straddle it, the fixed jaw's face at its near
+        side (:func:`~solarian_agent.arm.grasp.grasp_joints`)."""
+        from ..arm.grasp import grasp_joints
+        from ..arm.kinematics import UnreachableError
+
+        start = self.q() if q0 is None else q0
+        try:
+            q5, _ = grasp_joints(self.model, centre, width,
+                                 (math.pi / 2, 1.35, 1.15, 0.95, 0.75, 0.55), start[:5])
+        except UnreachableError as e:
+            raise SkillFailed(f"grasp at {np.round(np.asarray(centre) * 1000).tolist()} mm is "
+                              f"out of reach ({e})") from None
         return np.asarray(q5[:5], float)
 
 

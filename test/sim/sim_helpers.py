@@ -28,3 +28,17 @@ def move_tip(world: World, x: float, y: float, z: float, aperture: float | None 
 def set_gripper(world: World, aperture: float) -> None:
     world.command({"gripper": aperture})
     settle(world)
+
+
+JAW_OPEN = 0.8  # rad: the jaws ~75 mm apart, wider than any object
+JAW_CLOSE = -0.1745  # rad: the joint's closed limit
+
+
+def jaws_around(world: World, name: str, z: float = 0.015, jaw: float = JAW_OPEN) -> None:
+    """Put the jaws open around object ``name`` (fixed jaw at its near side), tool point at z."""
+    from solarian_agent.arm.grasp import grasp_joints
+
+    obj = world.objects[name]
+    q, _ = grasp_joints(world.arm, (obj.x, obj.y, z), obj.width, APPROACH_PITCHES, world.q[:5])
+    world.command(np.concatenate([q, [jaw]]))
+    settle(world)

@@ -51,13 +51,13 @@ def test_publishes_states_images_info_and_truth_at_their_rates(rig: Rig) -> None
 
 
 def test_joint_commands_move_the_arm_within_limits_and_speed(rig: Rig) -> None:
-    rig.command(shoulder_pan=5.0, gripper=0.04)  # pan beyond its limit
+    rig.command(shoulder_pan=5.0, gripper=0.5)  # pan beyond its limit; the jaw in rad
     rig.run(0.1)
     vmax = rig.world.arm.limits["shoulder_pan"].velocity
-    assert rig.world.q[0] == pytest.approx(min(vmax * 0.1, 1.92))
+    assert rig.world.q[0] == pytest.approx(min(vmax * 0.1, 1.91986))  # the URDF limit
     rig.run(3.0)
-    assert rig.world.q[0] == pytest.approx(1.92)
-    assert rig.world.q[5] == pytest.approx(0.04)
+    assert rig.world.q[0] == pytest.approx(1.91986)
+    assert rig.world.q[5] == pytest.approx(0.5)
     assert rig.sim.commands_received == 1 and rig.sim.commands_rejected == 0
 
 

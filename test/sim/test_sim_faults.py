@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sim_helpers import move_tip, set_gripper
+from sim_helpers import JAW_CLOSE, JAW_OPEN, jaws_around, move_tip, set_gripper
 
 from solarian_agent.arm.kinematics import ArmModel
 from solarian_agent.sim.faults import FaultConfig, FaultInjector, InvalidFaultError
@@ -73,22 +73,22 @@ def test_a_failed_grasp_leaves_the_object_and_a_retry_takes_it(world: World) -> 
     world.faults.inject({"kind": "grasp_fail"}, world.t, OBJECT_NAMES)
     cup = world.objects["red_cup"]
     where = (cup.x, cup.y)
-    move_tip(world, cup.x, cup.y, 0.015, aperture=0.06)
-    set_gripper(world, 0.0)
+    jaws_around(world, "red_cup")
+    set_gripper(world, JAW_CLOSE)
     assert world.held is None and cup.location == "table" and (cup.x, cup.y) == where
     assert world.events[-1].kind == "grasp_failed"
-    set_gripper(world, 0.06)
-    set_gripper(world, 0.0)
+    set_gripper(world, JAW_OPEN)
+    set_gripper(world, JAW_CLOSE)
     assert world.held is cup
 
 
 def test_a_slip_drops_the_object_on_the_table_within_reach(world: World) -> None:
     world.faults.inject({"kind": "slip"}, world.t, OBJECT_NAMES)
     cup = world.objects["red_cup"]
-    move_tip(world, cup.x, cup.y, 0.015, aperture=0.06)
-    set_gripper(world, 0.0)
+    jaws_around(world, "red_cup")
+    set_gripper(world, JAW_CLOSE)
     assert world.held is cup
-    move_tip(world, cup.x, cup.y, 0.1)
+    move_tip(world, world.tip_xyz[0], world.tip_xyz[1], 0.1)
     assert world.held is None and cup.location == "table"
     assert world.events[-1].kind == "slipped"
     assert world.reachable(cup.x, cup.y, 0.015)

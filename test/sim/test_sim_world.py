@@ -6,8 +6,9 @@ import math
 
 import numpy as np
 import pytest
-from sim_helpers import DT, move_tip, set_gripper, settle
+from sim_helpers import DT, JAW_CLOSE, JAW_OPEN, jaws_around, move_tip, set_gripper, settle
 
+from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.kinematics import ArmModel
 from solarian_agent.core.errors import ConfigError
 from solarian_agent.sim.world import (
@@ -84,8 +85,9 @@ def test_a_slower_command_velocity_is_respected(world: World) -> None:
 
 
 def test_targets_outside_the_limits_are_clamped_and_bad_ones_refused(world: World) -> None:
-    world.command({"shoulder_pan": 9.0, "gripper": 0.5})
-    assert world.target[0] == pytest.approx(1.92) and world.target[5] == pytest.approx(0.06)
+    world.command({"shoulder_pan": 9.0, "gripper": 5.0})
+    # the URDF's limits: shoulder_pan +-1.91986 rad, the jaw -0.174533 .. 1.74533 rad
+    assert world.target[0] == pytest.approx(1.91986) and world.target[5] == pytest.approx(1.74533)
     with pytest.raises(WorldError, match="unknown joint"):
         world.command({"elbow": 0.1})
     with pytest.raises(WorldError, match="non-finite"):
@@ -95,36 +97,54 @@ def test_targets_outside_the_limits_are_clamped_and_bad_ones_refused(world: Worl
         world.step(0.0)
 
 
-def test_grasp_needs_the_tip_low_and_the_object_between_the_fingers(world: World) -> None:
+def _closing(world: World) -> np.ndarray:
+    d = world.arm.frame_pose(world.q, "gripper_link")[:2, 0]
+    return np.asarray(d / np.linalg.norm(d))
+
+
+def test_grasp_needs_the_tool_point_low_and_the_object_between_the_jaws(world: World) -> None:
     cup = world.objects["red_cup"]
-    # too high: closing does nothing
-    move_tip(world, cup.x, cup.y, 0.08, aperture=0.06)
-    set_gripper(world, 0.0)
-    assert world.held is None and world.q[5] == pytest.approx(0.0)
-    # low but 3 cm off along the closing axis: the cup is not between the pads
-    set_gripper(world, 0.06)
-    closing = world.tip_pose[:2, 1] / np.linalg.norm(world.tip_pose[:2, 1])
-    off = np.array([cup.x, cup.y]) + 0.035 * closing
-    move_tip(world, off[0], off[1], 0.015)
-    set_gripper(world, 0.0)
+    # too high: closing does nothing; the jaw reaches its closed limit
+    jaws_around(world, "red_cup", z=0.08)
+    set_gripper(world, JAW_CLOSE)
+    assert world.held is None and world.q[5] == pytest.approx(JAW_CLOSE)
+    # low, but the cup on the wrong side of the fixed jaw (behind its face): not between them
+    set_gripper(world, JAW_OPEN)
+    jaws_around(world, "red_cup", z=0.015)
+    tip = world.tip_xyz[:2].copy()
+    closing = _closing(world)
+    behind = np.array([cup.x, cup.y]) + 2 * (np.array([cup.x, cup.y]) - tip)
+    move_tip(world, behind[0], behind[1], 0.015)
+    assert float(closing @ (np.array([cup.x, cup.y]) - world.tip_xyz[:2])) < 0
+    set_gripper(world, JAW_CLOSE)
     assert world.held is None
-    # low and centred: taken; the fingers stop at the cup's width
-    set_gripper(world, 0.06)
-    move_tip(world, cup.x, cup.y, 0.015)
-    set_gripper(world, 0.0)
+    # between the fixed jaw's face and the moving jaw: taken; the jaw stops at the cup's width
+    set_gripper(world, JAW_OPEN)
+    jaws_around(world, "red_cup", z=0.015)
+    set_gripper(world, JAW_CLOSE)
     assert world.held is cup and cup.location == "held"
-    assert world.q[5] == pytest.approx(cup.width)
+    assert SO101_JAW.opening(world.q[5]) == pytest.approx(cup.width, abs=1e-6)
     assert world.events[-1].kind == "grasped"
-    # it moves with the gripper
+    # it moves with the jaws, against the fixed jaw: half its width along the closing direction
     move_tip(world, 0.18, -0.02, 0.1)
-    assert (cup.x, cup.y) == pytest.approx((world.tip_xyz[0], world.tip_xyz[1]))
+    expect = world.tip_xyz[:2] + cup.radius * _closing(world)
+    assert (cup.x, cup.y) == pytest.approx((expect[0], expect[1]), abs=1e-9)
     assert world.truth()["held"] == "red_cup"
 
 
 def test_an_open_gripper_does_not_grasp_on_its_way_down(world: World) -> None:
     cup = world.objects["red_cup"]
-    move_tip(world, cup.x, cup.y, 0.015, aperture=0.06)
+    jaws_around(world, "red_cup", z=0.015)
     assert world.held is None and cup.location == "table"
+
+
+def _carry_to(world: World, name: str, x: float, y: float, z: float) -> None:
+    """Put the held ``name``'s centre over (x, y): the tool point half its width short of it
+    along the closing direction."""
+    move_tip(world, x, y, z)
+    r = world.objects[name].radius
+    d = _closing(world)
+    move_tip(world, x - r * d[0], y - r * d[1], z)
 
 
 @pytest.mark.parametrize("name", ["red_cup", "yellow_paper"])
@@ -132,30 +152,45 @@ def test_an_open_gripper_does_not_grasp_on_its_way_down(world: World) -> None:
 def test_release_over_a_receptacle_puts_the_object_in_it(world: World, name: str,
                                                          receptacle: str) -> None:
     obj = world.objects[name]
-    move_tip(world, obj.x, obj.y, 0.015, aperture=0.06)
-    set_gripper(world, 0.0)
+    jaws_around(world, name)
+    set_gripper(world, JAW_CLOSE)
     assert world.held is obj
     rec = world.receptacles[receptacle]
-    move_tip(world, rec.x, rec.y, 0.09)
-    set_gripper(world, 0.06)
+    _carry_to(world, name, rec.x, rec.y, 0.09)
+    set_gripper(world, JAW_OPEN)
     assert world.held is None and obj.location == receptacle
     truth = world.truth()
     assert truth["objects"][name][f"in_{receptacle}"]
     assert name in truth[f"in_{receptacle}"]
 
 
-def test_release_elsewhere_drops_the_object_on_the_table_at_the_tip(world: World) -> None:
+def test_an_object_in_the_bin_can_be_picked_again(world: World) -> None:
+    cup = world.objects["red_cup"]
+    jaws_around(world, "red_cup")
+    set_gripper(world, JAW_CLOSE)
+    rec = world.receptacles["bin"]
+    _carry_to(world, "red_cup", rec.x, rec.y, 0.12)
+    set_gripper(world, JAW_OPEN)
+    assert cup.location == "bin"
+    # the bin is 8 cm deep: the tool point 5 cm up is inside it, low enough to take the cup
+    jaws_around(world, "red_cup", z=0.05)
+    set_gripper(world, JAW_CLOSE)
+    assert world.held is cup and cup.location == "held"
+
+
+def test_release_elsewhere_drops_the_object_on_the_table_where_it_was_held(
+        world: World) -> None:
     obj = world.objects["yellow_paper"]
-    move_tip(world, obj.x, obj.y, 0.015, aperture=0.06)
-    set_gripper(world, 0.0)
+    jaws_around(world, "yellow_paper")
+    set_gripper(world, JAW_CLOSE)
     spot = None
     for x, y in [(0.2, 0.0), (0.16, 0.1), (0.16, -0.1), (0.25, 0.05), (0.12, -0.18)]:
         if not any(r.contains(x, y) for r in world.receptacles.values()):
             spot = (x, y)
             break
     assert spot is not None
-    move_tip(world, spot[0], spot[1], 0.06)
-    set_gripper(world, 0.06)
+    _carry_to(world, "yellow_paper", spot[0], spot[1], 0.06)
+    set_gripper(world, JAW_OPEN)
     assert obj.location == "table" and obj.z == 0.0
     assert (obj.x, obj.y) == pytest.approx(spot, abs=0.006)
 
@@ -163,12 +198,11 @@ def test_release_elsewhere_drops_the_object_on_the_table_at_the_tip(world: World
 def test_task_success_needs_goals_nothing_held_and_home(world: World) -> None:
     assert not world.success()
     for name, goal in GOALS.items():
-        obj = world.objects[name]
-        move_tip(world, obj.x, obj.y, 0.015, aperture=0.06)
-        set_gripper(world, 0.0)
+        jaws_around(world, name)
+        set_gripper(world, JAW_CLOSE)
         rec = world.receptacles[goal]
-        move_tip(world, rec.x, rec.y, 0.09)
-        set_gripper(world, 0.06)
+        _carry_to(world, name, rec.x, rec.y, 0.09)
+        set_gripper(world, JAW_OPEN)
     assert world.task_complete() and not world.success()  # not home yet
     world.command(HOME)
     settle(world)

@@ -49,7 +49,8 @@ def test_move_to_named_pose_ends_within_tolerance(sim):
     h = run_tool(sim, "move_to_pose", {"pose": "ready"})
     assert h.status == GoalStatus.SUCCEEDED and h.result.reason == "arrived"
     q = sim.arm.q()
-    assert abs(q[1] - 0.2) <= math.radians(2) and abs(q[5] - 0.05) <= 0.002
+    # config/skills/move.yaml's ready: shoulder_lift -0.8 rad, jaw 0.67 rad
+    assert abs(q[1] - (-0.8)) <= math.radians(2) and abs(q[5] - 0.67) <= math.radians(2)
     # a pose the arm is already at ends on the first check
     h2 = run_tool(sim, "move_to_pose", {"pose": "ready"})
     assert ended(sim, h2.goal.action_id)["duration_s"] <= sim.runtime.period_s + 1e-9
@@ -64,7 +65,7 @@ def test_unknown_pose_is_refused_by_schema(sim):
 def test_gripper_closing_on_object_ends_by_stillness_not_timeout(sim):
     assert run_tool(sim, "pick_object", {"point": px(sim, "red_cup")}).result.outcome == \
         "succeeded"
-    h = run_tool(sim, "set_gripper", {"aperture_mm": 0})
+    h = run_tool(sim, "set_gripper", {"opening_mm": 0})
     assert h.result.outcome == "succeeded" and h.result.reason == "stopped moving"
     d = ended(sim, h.goal.action_id)["duration_s"]
     assert 0.79 <= d <= 0.9  # 0.3 s still, counted from 0.5 s after the send
@@ -127,13 +128,14 @@ def test_verify_state_says_what_is_held_from_the_arms_state_not_only_the_wrist_i
     run_tool(sim, "pick_object", {"point": px(sim, "red_cup")})
     held = run_tool(sim, "verify_state", {}).result.data
     assert held["held"] == "red_cup" and held["report"]["red_cup"]["location"] == "held"
-    assert 5 <= held["gripper_mm"] < 50
+    # the jaws stand on the 45 mm cup
+    assert held["opening_mm"] == pytest.approx(45.0, abs=0.5)
     assert run_tool(sim, "place_at", {"point": px(sim, "tray")}).result.outcome == "succeeded"
     after = run_tool(sim, "verify_state", {}).result.data
     assert after["held"] is None and after["report"]["red_cup"]["location"] == "tray"
-    assert after["gripper_mm"] >= 50
-    # fingers closed on nothing hold nothing either
-    run_tool(sim, "set_gripper", {"aperture_mm": 0})
+    assert after["opening_mm"] >= 60
+    # jaws closed on nothing hold nothing either
+    run_tool(sim, "set_gripper", {"opening_mm": 0})
     assert run_tool(sim, "verify_state", {}).result.data["held"] is None
 
 
@@ -176,7 +178,7 @@ def test_estop_is_latched_stops_the_skill_and_wins_until_reset(sim):
     assert "e-stop latched" in sim.sim.last_rejection
     assert sim.bus.call(names.ESTOP_RESET, {})["success"]
     h3 = run_tool(sim, "move_to_pose", {"pose": "ready"})
-    assert h3.result.outcome == "succeeded" and abs(sim.world.q[1] - 0.2) < 0.05
+    assert h3.result.outcome == "succeeded" and abs(sim.world.q[1] - (-0.8)) < 0.05
 
 
 @pytest.mark.parametrize("overlays", [True, False])

@@ -18,7 +18,7 @@ from solarian_agent.system import register_run_secrets
 
 class StillArm:
     def fields(self) -> dict[str, float]:
-        return {"x": 100.0, "y": 0.0, "z": 50.0, "aperture_mm": 20.0}
+        return {"x": 100.0, "y": 0.0, "z": 50.0, "opening_mm": 20.0}
 
 
 def test_stall_tripwire_state_is_bounded_over_many_actions():

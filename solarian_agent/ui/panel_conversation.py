@@ -10,6 +10,11 @@ entries what the operator should see there too, though the planner's list does n
   planner's events, or its next state has not arrived), marked ``pending`` at the end until
   the planner's conversation has it.
 
+The planner's state and the agent's acceptance of a message travel on different paths (a topic
+and a service reply), so the state that holds the message can come first. A user message the
+planner lists while nothing is pending for it is remembered for a short while (``claim_for_s``)
+so that the acceptance that follows finds it seen and adds nothing pending.
+
 The planner's list is its last 50 entries (a sliding window, or emptied by a reset); the view
 keeps its own bounded timeline of what it has seen, so a note stays where it was.
 """
@@ -29,9 +34,13 @@ PLANNER_NOTES = ("planner_model_retry", "planner_silent", "planner_model_ok")
 
 class ConversationView:
     def __init__(self, clock_now: Any, keep: int = 200, pending_max: int = 20,
-                 pending_for_s: float = 120.0) -> None:
+                 pending_for_s: float = 120.0, claim_for_s: float = 30.0) -> None:
         self._now = clock_now
         self.pending_for_s = pending_for_s
+        self.claim_for_s = claim_for_s
+        # user messages the planner listed before their sender heard they were accepted
+        self._unclaimed: collections.deque[tuple[str, float]] = collections.deque(
+            maxlen=pending_max)
         self._conv: list[dict[str, Any]] = []  # the planner's list as last seen
         self.timeline: collections.deque[dict[str, Any]] = collections.deque(maxlen=keep)
         self.pending: collections.deque[dict[str, Any]] = collections.deque(maxlen=pending_max)
@@ -69,14 +78,20 @@ class ConversationView:
     def sent(self, text: str) -> None:
         """The operator sent ``text`` (the agent accepted it): pending until the planner's
         conversation has it."""
+        now = self._now()
+        for seen in list(self._unclaimed):
+            if seen[0] == text and now - seen[1] <= self.claim_for_s:
+                self._unclaimed.remove(seen)  # the planner already has it
+                return
         self.pending.append({"role": "user", "text": text, "pending": True,
-                             "sent_at": self._now()})
+                             "sent_at": now})
 
     def _confirm(self, text: str) -> None:
         for p in list(self.pending):
             if p["text"] == text:
                 self.pending.remove(p)
                 return
+        self._unclaimed.append((text, self._now()))
 
     def expire(self) -> bool:
         """Drop pending messages older than ``pending_for_s``; True when one was dropped."""
@@ -84,6 +99,8 @@ class ConversationView:
         old = [p for p in self.pending if now - float(p["sent_at"]) > self.pending_for_s]
         for p in old:
             self.pending.remove(p)
+        while self._unclaimed and now - self._unclaimed[0][1] > self.claim_for_s:
+            self._unclaimed.popleft()
         return bool(old)
 
     def entries(self) -> list[dict[str, Any]]:

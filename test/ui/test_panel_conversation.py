@@ -104,6 +104,25 @@ def test_a_message_not_yet_seen_is_pending_until_the_planner_has_it():
     assert hub.state["conversation"] == [{"role": "user", "text": "put the cup on the tray"}]
 
 
+def test_a_message_the_planner_listed_before_it_was_accepted_is_not_left_pending():
+    # the planner's state (a topic) can overtake the agent's acceptance (a service reply)
+    now = [0.0]
+    view = ConversationView(lambda: now[0], claim_for_s=30.0)
+    view.on_state([{"role": "user", "text": "tidy up"}])
+    view.sent("tidy up")
+    assert view.entries() == [{"role": "user", "text": "tidy up"}]
+    # a second sending of the same words is a new message: pending until listed again
+    view.sent("tidy up")
+    assert [m.get("pending") for m in view.entries()] == [None, True]
+    # a listing long before the acceptance does not count as this message's
+    view2 = ConversationView(lambda: now[0], claim_for_s=30.0)
+    view2.on_state([{"role": "user", "text": "again"}])
+    now[0] = 31.0
+    view2.expire()
+    view2.sent("again")
+    assert [m.get("pending") for m in view2.entries()] == [None, True]
+
+
 def test_a_pending_message_expires_and_a_reset_clears_the_timeline():
     now = [0.0]
     view = ConversationView(lambda: now[0], pending_for_s=10.0)

@@ -17,15 +17,36 @@ one small READ of one servo every ``current_every_ticks`` ticks, round-robin: si
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from solarian_agent.core.errors import ConfigError
 from solarian_agent.hw.errors import HardwareError
 
-if TYPE_CHECKING:  # arm.py holds a HealthConfig: a runtime import would be circular
-    from solarian_agent.hw.feetech.arm import ArmState
+
+class ServoTelemetry(Protocol):
+    """What health reads of one servo (``ServoReading`` of the arm's state block).  A protocol,
+    not the arm's types: the arm's config holds a ``HealthConfig``, so importing the arm here
+    would make the two modules import each other."""
+
+    @property
+    def servo_id(self) -> int: ...
+    @property
+    def temperature_c(self) -> float: ...
+    @property
+    def voltage_v(self) -> float: ...
+    @property
+    def load(self) -> float: ...
+    @property
+    def error_flags(self) -> tuple[str, ...]: ...
+
+
+class ArmTelemetry(Protocol):
+    """One read of the arm, as health needs it (``ArmState``)."""
+
+    @property
+    def servos(self) -> Mapping[str, ServoTelemetry]: ...
 
 CurrentReader = Callable[[str], float]  # joint -> amperes
 
@@ -71,9 +92,10 @@ class HealthConfig:
     def from_yaml(cls, path: str | None = None) -> HealthConfig:
         """The ``arm.health:`` block of the arm YAML (default: the shipped one)."""
         from solarian_agent.core.config import yaml_block
-        from solarian_agent.hw.feetech.arm import default_arm_config
+        from solarian_agent.paths import find_share_file, share_candidates
 
-        p = path or str(default_arm_config())
+        name = "config/arm_so101.yaml"  # the shipped arm YAML, as the arm's default
+        p = path or str(find_share_file(name) or share_candidates(name)[0])
         arm = yaml_block(p, "arm", "arm configuration file not found")
         return cls.from_mapping(arm.get("health"), where=f"{p}:arm.health")
 
@@ -152,7 +174,7 @@ class HealthMonitor:
             # a lost reading, not a lost bus: the state read each tick judges the bus
             self.current_faults += 1
 
-    def update(self, state: ArmState) -> HealthReport:
+    def update(self, state: ArmTelemetry) -> HealthReport:
         c = self.config
         self._poll_current(list(state.servos))
         out: list[ServoHealth] = []

@@ -12,8 +12,9 @@
    control step records the joints and the commanded joint target; the object's table
    position is the goal.  After the lift the target is held
    for a while (the policy keeps holding until the monitor ends it).
-2. Samples at the policy's period (0.1 s): observation = the six joints, the gripper's
-   velocity (it tells a gripper still closing from one stopped on the object) and the goal
+2. Samples at the policy's period (0.1 s): observation = the six joints (the gripper as the
+   moving jaw's angle, rad), the gripper's velocity (it tells a jaw still closing from one
+   stopped on the object) and the goal
    (x, y) in metres, with the goal jittered by a few millimetres (the product unprojects the
    planner's point, which lands a little off the centre); action = the next ``CHUNK``
    commanded targets, one period apart.
@@ -44,6 +45,8 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from solarian_agent.arm.grasp import OPEN_MARGIN, grasp_joints, open_angle  # noqa: E402
+from solarian_agent.arm.jaw import SO101_JAW  # noqa: E402
 from solarian_agent.arm.kinematics import ArmModel, UnreachableError  # noqa: E402
 from solarian_agent.sim.ideal import IdealController, MotionTimeout  # noqa: E402
 from solarian_agent.sim.world import APPROACH_PITCHES, OBJECT_NAMES, World  # noqa: E402
@@ -58,20 +61,24 @@ STEPS_PER_ACTION = int(round(PERIOD / DT))
 HOLD_AFTER_S = 1.5
 GOAL_JITTER_M = 0.004
 LIFT_Z = 0.13
-# the fingers close 2.2 cm up (the world grasps at 3.5 cm or below): a policy that undershoots
-# a little still stays above the workspace floor (5 mm), where the driver refuses targets
+# the jaws close with the tool point 2.2 cm up (the world grasps at 3.5 cm or below): a policy
+# that undershoots a little still stays above the workspace floor, where the driver refuses
+# targets
 GRASP_Z = 0.022
-# after the fingers stop, the arm stays down this long before lifting: the policy cannot see
-# how wide the object is, so fingers still closing on a narrow object must not look like
-# fingers stopped on a wide one a moment before the lift
+# after the jaw stops, the arm stays down this long before lifting: the policy cannot see
+# how wide the object is, so a jaw still closing on a narrow object must not look like
+# a jaw stopped on a wide one a moment before the lift
 DWELL_S = 0.5
+# the fixed jaw's face this far from the object's near side: half the jaws' extra opening, so
+# the object is centred between the jaws (the scripted pick puts the fixed jaw 4 mm from it)
+CENTRED = OPEN_MARGIN / 2
 OUT = ROOT / "solarian_agent" / "data" / "policies" / "pick_policy.onnx"
 
 
 def start_pose(world: World, rng: np.random.Generator, goal: tuple[float, float]) -> None:
-    """Where a pick may begin in the product: home (gripper closed, half the demonstrations);
-    a hover pose over the table with the gripper anywhere from closed to open (where a place
-    leaves the arm); or over or down at the goal with the fingers closed on nothing (where a
+    """Where a pick may begin in the product: home (jaw closed, 40 % of the demonstrations);
+    a hover pose over the table with the jaw anywhere from closed to open (where a place
+    leaves the arm); or over or down at the goal with the jaw closed on nothing (where a
     missed grasp left it, so the policy learns to open and try again)."""
     u = rng.random()
     if u < 0.4:
@@ -79,16 +86,16 @@ def start_pose(world: World, rng: np.random.Generator, goal: tuple[float, float]
     if u < 0.8:
         r, bearing = rng.uniform(0.13, 0.26), rng.uniform(-1.2, 1.2)
         xyz = (r * math.cos(bearing), r * math.sin(bearing), rng.uniform(0.08, 0.15))
-        aperture = rng.uniform(0.0, 0.06)
+        jaw = rng.uniform(SO101_JAW.lower, open_angle(0.045))
     else:
         xyz = (goal[0] + rng.normal(0, 0.01), goal[1] + rng.normal(0, 0.01),
                rng.uniform(0.02, 0.14))
-        aperture = rng.uniform(0.0, 0.015)
+        jaw = rng.uniform(SO101_JAW.lower, SO101_JAW.lower + math.radians(8.0))
     try:
         q5, _ = world.arm.ik_search(xyz, APPROACH_PITCHES, q0=world.q[:5])
     except UnreachableError:
         return
-    world.q = np.concatenate([q5, [aperture]])
+    world.q = np.concatenate([q5, [jaw]])
     world.target = world.q.copy()
     world._update_tip()
 
@@ -115,14 +122,20 @@ def demonstration(world: World, seed: int, rng: np.random.Generator
     cfg = ctl.config
     try:
         # the scripted pick's motions (IdealController.pick), lifting higher than it hovers
-        # (as the product's pick does), so "over the object, fingers open, about to descend"
-        # and "lifted, holding" are different states
-        ctl.move_tip(obj.x, obj.y, cfg.hover_z, cfg.open_aperture)
-        ctl.move_tip(obj.x, obj.y, GRASP_Z, cfg.open_aperture)
-        ctl.gripper(0.0)
-        for _ in range(int(DWELL_S / DT)):  # fingers stopped: stay down a moment, as the
+        # (as the product's pick does), so "over the object, jaws open, about to descend"
+        # and "lifted, holding" are different states; the jaws straddle the object (the
+        # wrist rolled), the object centred between them: a policy lands a few millimetres
+        # off, and centred it has as much room on the fixed jaw's side as on the moving one's
+        jaw_open = open_angle(obj.width)
+        for z in (cfg.hover_z, GRASP_Z):
+            q5, _ = grasp_joints(world.arm, (obj.x, obj.y, z), obj.width, APPROACH_PITCHES,
+                                 world.q[:5], clearance=CENTRED)
+            ctl.move_joints(np.concatenate([q5, [jaw_open]]))
+        ctl.gripper(cfg.close_angle)
+        for _ in range(int(DWELL_S / DT)):  # jaw stopped: stay down a moment, as the
             record(DT)  # product's pick does (its grasp waypoint ends 0.5 s after the send)
-        ctl.move_tip(float(world.tip_xyz[0]), float(world.tip_xyz[1]), LIFT_Z, 0.0)
+        ctl.move_tip(float(world.tip_xyz[0]), float(world.tip_xyz[1]), LIFT_Z,
+                     cfg.close_angle)
     except (UnreachableError, MotionTimeout):
         return None
     if world.held is not obj:

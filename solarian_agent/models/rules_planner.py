@@ -46,6 +46,10 @@ AGAIN = " (another try from home)"
 # holds even when a check and the newest image disagree about where the object is and the
 # plan step keeps being redone afresh (never reaching retries_per_step in a row)
 MAX_FAILURES_PER_OBJECT = 6
+# places of one object that succeeded while the newest look still does not see it where it
+# belongs: the same bound for picks that now succeed (a check that misreads the receptacle
+# would otherwise have the object picked out and put back until the turn budget is spent)
+MAX_PLACES_PER_OBJECT = 4
 Call = tuple[str, dict[str, Any], str]  # tool, args, what the reply's text says of it
 
 
@@ -221,6 +225,11 @@ class RulesPlanner:
         for o, d in list(remaining):
             if where(o) == "not_seen" and st.at_home():
                 gave_up[o] = "I cannot find it on the table"
+                remaining.remove((o, d))
+            elif held != o and st.outcomes_of(o, "place_at", "succeeded") >= \
+                    MAX_PLACES_PER_OBJECT:
+                gave_up[o] = (f"I put it {_place_word(d)} {MAX_PLACES_PER_OBJECT} times and "
+                              "still do not see it there")
                 remaining.remove((o, d))
         order = self._order(st, r, remaining, held)
         final = self._final_check(st) if not order else None

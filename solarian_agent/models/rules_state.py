@@ -295,7 +295,11 @@ class RequestState:
 
     def failures_of(self, obj: str, tool: str = "pick_object") -> int:
         """Failed ``tool`` actions for ``obj`` this run."""
-        return sum(1 for o in self.outcomes if o.tool == tool and o.outcome == "failed"
+        return self.outcomes_of(obj, tool, "failed")
+
+    def outcomes_of(self, obj: str, tool: str, outcome: str) -> int:
+        """``tool`` actions for ``obj`` this run that ended ``outcome``."""
+        return sum(1 for o in self.outcomes if o.tool == tool and o.outcome == outcome
                    and self.object_of(o.action_id) == obj)
 
     def step(self, description_start: str) -> PlanLine | None:

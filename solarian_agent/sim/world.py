@@ -19,8 +19,9 @@ velocity limit (the URDF's, times ``speed_scale``; a command may lower it).  The
 joint is the moving jaw's angle (rad).  Closing it grasps an object when the jaws' opening
 (``SO101_JAW.opening``) reaches the object's width, the tool point is below ``grasp_height``
 (inside the bin: below the bin's rim, so a dropped object can be picked again), and the object
-lies between the fixed jaw's face (through the tool point) and the moving jaw, along the
-closing direction (``gripper_link``'s x axis).  A held object stops the jaw at
+lay between the fixed jaw's face (through the tool point) and the moving jaw when the jaw
+began to close, along the closing direction (``gripper_link``'s x axis): the moving jaw sweeps
+it against the fixed one, as a one-jaw gripper does.  A held object stops the jaw at
 ``angle_for(width)`` and moves with the jaws, against the fixed jaw.  Opening releases it: over
 the tray or bin footprint it is in it, elsewhere it lands on the table (or the floor, off the
 table) where it was held.
@@ -274,6 +275,7 @@ class World:
         self._vcap = self._vmax.copy()
         self.held: WorldObject | None = None
         self._slip_checked = False
+        self._stroke_from: float | None = None  # the opening where the jaw began to close
         self.events: list[WorldEvent] = []
         self.path_length = 0.0
         self.steps = 0
@@ -434,7 +436,11 @@ class World:
         jaw = float(self.q[5])
         if self.held is None:
             if jaw < prev_jaw:
+                if self._stroke_from is None:
+                    self._stroke_from = SO101_JAW.opening(prev_jaw)
                 self._try_grasp(prev_jaw, jaw)
+            else:
+                self._stroke_from = None
         else:
             hold = self._held_angle(self.held)
             if self.target[5] > hold + 0.02 and jaw > hold + 0.02:
@@ -484,7 +490,9 @@ class World:
                 continue
             if self.tip_xyz[2] > self.grasp_height_for(obj):
                 continue
-            if not self.between_jaws(obj, before):
+            # between the jaws as they began to close: the moving jaw sweeps it against the
+            # fixed one (a stroke begun inside one step starts from that step's opening)
+            if not self.between_jaws(obj, self._stroke_from or before):
                 continue
             if self.faults.grasp_fails(obj.name, self.t):
                 self._event("grasp_failed", obj.name)

@@ -3,7 +3,7 @@
 :class:`ObservationBuilder` reads the skill's ports on the control loop (joint state, the
 newest camera frames, the tracker's mask) and returns the model's feeds, batch of 1, float32:
 
-* ``state``: the configured joints (rad; the gripper in metres of aperture), then the
+* ``state``: the configured joints (rad; the gripper as the moving jaw's angle), then the
   configured joint velocities (from ``joint_states``), then the goal:
   the table point (x, y in metres, the arm's base frame) under the planner's ``point``
   (``goal: point``) or under the centroid of the tracker's mask seeded with it
@@ -67,7 +67,7 @@ class ObservationBuilder:
 
     def goal_xy(self) -> np.ndarray:
         """The goal, fixed at the first observation (as the policy was trained: where the
-        object stood when the pick began); a tracker that later follows the fingers over the
+        object stood when the pick began); a tracker that later follows the jaws over the
         object does not move it."""
         if self._goal is None:
             self._goal = self._goal_now()

@@ -46,6 +46,9 @@ ARM_JOINTS: tuple[str, ...] = (
 GRIPPER_JOINT = "gripper"
 JOINT_NAMES: tuple[str, ...] = (*ARM_JOINTS, GRIPPER_JOINT)
 TIP_FRAME = "gripper_frame_link"
+# the jaw tips reach this far past the tool point along the approach axis (the tool point is
+# 98.1 mm down gripper_link, the tips 104.1 mm): the lowest point of a gripper pointing down
+JAW_TIPS_PAST_TOOL_POINT = 0.006
 _PKG = "solarian_agent"
 _URDF_NAME = "so101.urdf"
 
@@ -258,6 +261,19 @@ class ArmModel:
             pitch, yaw = self._pitch_yaw(m.rotation)
             return m.translation.copy(), pitch, yaw
 
+    def guard_point(self, q: Sequence[float] | np.ndarray) -> np.ndarray:
+        """The point the workspace guard keeps in its box: the tool point, with the height of
+        the jaw tips where they are lower (they reach :data:`JAW_TIPS_PAST_TOOL_POINT` past it
+        along the approach axis), so the box's floor keeps the jaws, not only the point
+        between them, off the table."""
+        with self._lock:
+            self._fk_locked(q)
+            m = pin.updateFramePlacement(self.model, self._data, self._tip_id)
+            xyz = m.translation.copy()
+            tips_z = float(xyz[2] + JAW_TIPS_PAST_TOOL_POINT * m.rotation[2, 2])
+            xyz[2] = min(float(xyz[2]), tips_z)
+            return xyz
+
     def frame_pose(self, q: Sequence[float] | np.ndarray, frame: str) -> np.ndarray:
         """4x4 world pose of any URDF link / frame."""
         fid = self._frame_id(frame)
@@ -433,8 +449,9 @@ class ArmModel:
 def workspace_guard(model: ArmModel | None = None,
                     workspace: Workspace | None = None) -> WorkspaceGuard:
     """A :class:`~solarian_agent.arm.safety.WorkspaceGuard` over this arm's forward kinematics
-    (default: the default URDF and the default workspace box)."""
+    (default: the default URDF and the default workspace box), holding
+    :meth:`ArmModel.guard_point` (the jaw tips' height) in the box."""
     from .safety import Workspace, WorkspaceGuard
 
     m = model if model is not None else ArmModel.default()
-    return WorkspaceGuard(workspace or Workspace(), lambda q5: m.fk(q5)[0], ARM_JOINTS)
+    return WorkspaceGuard(workspace or Workspace(), m.guard_point, ARM_JOINTS)

@@ -276,7 +276,7 @@ class WorkspaceError(UnsafeCommandError):
 @dataclass(frozen=True)
 class Workspace:
     """The box the gripper tip must stay in, in the arm's base frame (metres): the table top
-    is z = 0, so ``z[0]`` keeps the fingers off the table; x and y keep the arm over it."""
+    is z = 0, so ``z[0]`` keeps the jaws off the table; x and y keep the arm over it."""
 
     x: tuple[float, float] = (-0.15, 0.45)
     y: tuple[float, float] = (-0.40, 0.40)

@@ -130,7 +130,7 @@ class SimWorldComponent:
         # the safety layer exactly as the servos would
         arm_joints = world.joint_names[:5]
         self.guard = WorkspaceGuard(workspace or Workspace(),
-                                    lambda q5: world.arm.fk(q5)[0], arm_joints)
+                                    world.arm.guard_point, arm_joints)
         self._lock = threading.RLock()
         self._goal: dict[str, float] = {}
         self._goal_velocity = 0.0

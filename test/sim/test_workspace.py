@@ -67,3 +67,29 @@ def test_no_command_drives_the_simulated_tip_out_of_the_workspace(cmds):
             xyz = MODEL.fk(world.q[:5])[0]
             assert box.excess(xyz) <= 1e-9, (world.q, xyz)
     assert math.isfinite(float(world.q[0]))
+
+
+def test_the_guard_keeps_the_jaw_tips_off_the_table_not_only_the_tool_point():
+    # pointing straight down, the jaw tips reach 6 mm below the tool point: a tool point 8 mm
+    # up is inside the box, but the tips would be 2 mm up, under the 5 mm floor
+    from solarian_agent.arm.kinematics import JAW_TIPS_PAST_TOOL_POINT
+
+    g = workspace_guard(MODEL)
+    floor = Workspace().z[0]
+    start = dict(zip(ARM_JOINTS, MODEL.ik_search((0.2, 0.0, 0.1), [math.pi / 2])[0],
+                     strict=True))
+    for z, allowed in ((0.008, False), (floor + JAW_TIPS_PAST_TOOL_POINT + 0.002, True)):
+        q, pitch = MODEL.ik_search((0.2, 0.0, z), [math.pi / 2])
+        assert pitch == pytest.approx(math.pi / 2)
+        assert MODEL.fk(q)[0][2] == pytest.approx(z, abs=1e-3)
+        tips = MODEL.guard_point(q)
+        assert tips[2] == pytest.approx(z - JAW_TIPS_PAST_TOOL_POINT, abs=1e-3)
+        target = dict(zip(ARM_JOINTS, q, strict=True))
+        if allowed:
+            g.check_target(target, start)
+        else:
+            with pytest.raises(WorkspaceError, match="tip z=0.002"):
+                g.check_target(target, start)
+    # a level approach: the tips are beside the tool point, not below it
+    q, pitch = MODEL.ik_search((0.25, 0.0, 0.12), [0.0])
+    assert MODEL.guard_point(q)[2] == pytest.approx(MODEL.fk(q)[0][2], abs=1e-3)

@@ -273,6 +273,9 @@ class World:
         self.target = self.q.copy()
         self._vcap = self._vmax.copy()
         self.held: WorldObject | None = None
+        # the jaws' opening when they last began to close (m): the moving jaw sweeps the
+        # closing axis from there, so anything it passed on the way is pushed into the grip
+        self._stroke_opening = SO101_JAW.opening(float(self.q[5]))
         self._slip_checked = False
         self.events: list[WorldEvent] = []
         self.path_length = 0.0
@@ -432,6 +435,8 @@ class World:
         self._update_tip()
         self.path_length += float(np.linalg.norm(self.tip_xyz - prev_tip))
         jaw = float(self.q[5])
+        if jaw >= prev_jaw:
+            self._stroke_opening = SO101_JAW.opening(jaw)
         if self.held is None:
             if jaw < prev_jaw:
                 self._try_grasp(prev_jaw, jaw)
@@ -484,7 +489,9 @@ class World:
                 continue
             if self.tip_xyz[2] > self.grasp_height_for(obj):
                 continue
-            if not self.between_jaws(obj, before):
+            # between the jaws as they began to close: the moving jaw pushes an object it
+            # meets on the way against the fixed one (the step's size plays no part)
+            if not self.between_jaws(obj, max(before, self._stroke_opening)):
                 continue
             if self.faults.grasp_fails(obj.name, self.t):
                 self._event("grasp_failed", obj.name)

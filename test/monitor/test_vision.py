@@ -175,4 +175,4 @@ def test_cv_describe_reports_measurements():
     px = tick_images("pick01_t06")[1].pixels
     d = CvVisionBackend().describe(FrameForVision(b"", "image/png", px.shape[1], px.shape[0],
                                                   "wrist", px), "the cup", timeout_s=1)
-    assert "red region" in d.text and "not a model" in d.text and "fingers" in d.text
+    assert "red region" in d.text and "not a model" in d.text and "jaws" in d.text

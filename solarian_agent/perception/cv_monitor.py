@@ -103,6 +103,15 @@ def object_mask(img: np.ndarray) -> np.ndarray:
 MARK_BGR = (255, 255, 0)
 
 
+def _largest(mask: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    """The largest region of ``mask`` (its label, 0 for none under 15 px), labels, stats."""
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
+    if n <= 1:
+        return 0, labels, stats
+    j = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+    return (j if stats[j, cv2.CC_STAT_AREA] >= 15 else 0), labels, stats
+
+
 def measure(img: np.ndarray, marked: bool = False) -> GripView:
     """``marked``: the image carries the monitor's cyan target mark; its pixels are ignored."""
     h, w = img.shape[:2]
@@ -122,15 +131,19 @@ def measure(img: np.ndarray, marked: bool = False) -> GripView:
     cands.sort(reverse=True)
     fingers = [i for _, i in cands[:2]]
     om = object_mask(img)
-    on, olabels, ostats, _ = cv2.connectedComponentsWithStats(om, connectivity=8)
     obj_area, obj_w, obj_box, hue = 0, 0, None, -1.0
-    if on > 1:
-        j = 1 + int(np.argmax(ostats[1:, cv2.CC_STAT_AREA]))
-        if ostats[j, cv2.CC_STAT_AREA] >= 15:
-            x, y, bw, bh, area = (int(v) for v in ostats[j])
-            obj_area, obj_w, obj_box = area, bw, (x, y, x + bw - 1, y + bh - 1)
-            hsv = cv2.cvtColor(img, cv2.COLOR_BGR2HSV)
-            hue = float(np.median(hsv[..., 0][olabels == j]))
+    j, olabels, ostats = _largest(om)
+    if j:
+        hsv = cv2.cvtColor(img, cv2.COLOR_BGR2HSV)
+        hue = float(np.median(hsv[..., 0][olabels == j]))
+        # two touching objects of different colours (a held paper before the cup) are one
+        # region: keep the largest one's colour
+        d = np.abs(hsv[..., 0].astype(np.int16) - int(round(hue)))
+        om = (om.astype(bool) & (np.minimum(d, 180 - d) <= 15)).astype(np.uint8)
+        j, olabels, ostats = _largest(om)
+    if j:
+        x, y, bw, bh, area = (int(v) for v in ostats[j])
+        obj_area, obj_w, obj_box = area, bw, (x, y, x + bw - 1, y + bh - 1)
     if not fingers:
         return GripView(w, h, 0, 0.0, -1, obj_area, obj_w, obj_box, 0.0, hue)
     tops = [int(stats[i, cv2.CC_STAT_TOP]) for i in fingers]

@@ -127,7 +127,7 @@ def tick_images(tick_id):
 
 @pytest.mark.parametrize("tick,value", [("pick01_t01", "approaching"),
                                         ("pick01_t06", "holding"),
-                                        ("pick03_t14", "failed"),
+                                        ("pick03_t13", "failed"),
                                         ("pick02_t04", "grasping")])
 def test_cv_answers_progress_from_the_pixels(tick, value):
     be = CvVisionBackend()

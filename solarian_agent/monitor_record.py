@@ -9,18 +9,19 @@ backend reads from the file what it read live), their labels and ages, the
 reference frames and the readings.  Each tick is labelled from the simulator's truth at the
 capture time of its frames, with the definitions of the skill's questions:
 
-pick_object ``progress`` (the target is the object the fingers close on):
+pick_object ``progress`` (the target is the object the jaws close on):
 
-* ``holding``: the target is held (pinched between the fingers);
-* ``grasping``: nothing held, the fingers closed since the previous frame and are still about
-  as wide as the target (at least 85 % of its width);
-* ``failed``: the target slipped out of the fingers, or nothing is held and the fingers are
+* ``holding``: the target is held (pinched between the jaws);
+* ``grasping``: nothing held, the jaws closed since the previous frame and are still about
+  as wide as the target (at least 90 % of its width: the SO-101's rigid jaws stop on a held
+  object at its width, so a jaw well inside it with nothing held has missed);
+* ``failed``: the target slipped out of the jaws, or nothing is held and the jaws are
   closer together than the target is wide after closing on it (a missed grasp), or they
   reopened after closing;
-* ``approaching``: the fingers have not closed on anything yet in this action (the gripper
+* ``approaching``: the jaws have not closed on anything yet in this action (the gripper
   opening from the home pose and the arm moving over and down to the target).
 
-place_at ``released``: ``true`` once the held object has left the fingers.
+place_at ``released``: ``true`` once the held object has left the jaws.
 
 Target boxes (``targets.jsonl``) are the tracker's box on each image that shows the target,
 mapped into the image's pixels (``null`` when no tracker result covers it, as in a
@@ -54,14 +55,14 @@ from .core.vision import (
 )
 
 Box = tuple[int, int, int, int]
-GRASPING_MIN = 0.85  # a closing gripper narrower than this share of the target: failed
+GRASPING_MIN = 0.9  # a closing gripper narrower than this share of the target: failed
 MOVE_EPS = 0.0008  # m of aperture between two frames that count as a change
 
 
 @dataclass
 class Truth:
     t: float
-    aperture: float
+    aperture: float  # m: the jaws' opening (SO101_JAW), not the gripper joint's angle
     held: str | None
     tip: tuple[float, float, float]
 
@@ -162,7 +163,7 @@ def pick_label(prev: Truth, cur: Truth, width: float, closed_before: bool, targe
     if cur.held == target:
         return "holding"
     if held_before:
-        return "failed"  # it slipped out: nothing between the fingers any more
+        return "failed"  # it slipped out: nothing between the jaws any more
     ap0, ap1 = prev.aperture, cur.aperture
     if not closed_before and ap1 >= ap0 - MOVE_EPS:
         return "approaching"  # nothing closed on yet: opening from home, moving over it
@@ -174,7 +175,7 @@ def pick_label(prev: Truth, cur: Truth, width: float, closed_before: bool, targe
 
 
 def _closed_before(span: Sequence[Truth], until: float, target: str) -> bool:
-    """Whether the fingers closed (3 mm from an earlier, wider aperture) or held the target at
+    """Whether the jaws closed (3 mm from an earlier, wider aperture) or held the target at
     some sample up to ``until``."""
     peak = -1.0
     for s in span:
@@ -257,6 +258,7 @@ def record_episode(seed: int, faults: float, timeout_s: float = 400.0, fmt: str 
                    ) -> tuple[Episode, dict[str, float]]:
     """One demo episode on seed ``seed``; returns the recorded episode and the objects'
     widths (m)."""
+    from .arm.jaw import SO101_JAW
     from .core import names
     from .core.messages import AgentEvent
     from .core.transport import QoS
@@ -277,7 +279,7 @@ def record_episode(seed: int, faults: float, timeout_s: float = 400.0, fmt: str 
     def sample(_dt: float) -> None:
         held = getattr(world, "held", None)
         tip = getattr(world, "tip_xyz", np.zeros(3))
-        ep.truth.append(Truth(clock.now(), float(world.q[5]),
+        ep.truth.append(Truth(clock.now(), SO101_JAW.opening(float(world.q[5])),
                               held.name if held is not None else None,
                               (float(tip[0]), float(tip[1]), float(tip[2]))))
 
@@ -303,7 +305,7 @@ def record_episode(seed: int, faults: float, timeout_s: float = 400.0, fmt: str 
     system.run_until(lambda: system.planner.status not in ("idle", "running", "paused"),
                      timeout_s)
     objects = getattr(world, "objects", {})
-    for info in ep.actions.values():  # a pick's target: what its fingers closed on
+    for info in ep.actions.values():  # a pick's target: what its jaws closed on
         if info.get("tool") != "pick_object":
             continue
         t1 = float(info.get("t1", 1e18))

@@ -274,8 +274,10 @@ class World:
         self.target = self.q.copy()
         self._vcap = self._vmax.copy()
         self.held: WorldObject | None = None
+        # the jaws' opening when they last began to close (m): the moving jaw sweeps the
+        # closing axis from there, so anything it passed on the way is pushed into the grip
+        self._stroke_opening = SO101_JAW.opening(float(self.q[5]))
         self._slip_checked = False
-        self._stroke_from: float | None = None  # the opening where the jaw began to close
         self.events: list[WorldEvent] = []
         self.path_length = 0.0
         self.steps = 0
@@ -434,13 +436,11 @@ class World:
         self._update_tip()
         self.path_length += float(np.linalg.norm(self.tip_xyz - prev_tip))
         jaw = float(self.q[5])
+        if jaw >= prev_jaw:
+            self._stroke_opening = SO101_JAW.opening(jaw)
         if self.held is None:
             if jaw < prev_jaw:
-                if self._stroke_from is None:
-                    self._stroke_from = SO101_JAW.opening(prev_jaw)
                 self._try_grasp(prev_jaw, jaw)
-            else:
-                self._stroke_from = None
         else:
             hold = self._held_angle(self.held)
             if self.target[5] > hold + 0.02 and jaw > hold + 0.02:
@@ -490,9 +490,9 @@ class World:
                 continue
             if self.tip_xyz[2] > self.grasp_height_for(obj):
                 continue
-            # between the jaws as they began to close: the moving jaw sweeps it against the
-            # fixed one (a stroke begun inside one step starts from that step's opening)
-            if not self.between_jaws(obj, self._stroke_from or before):
+            # between the jaws as they began to close: the moving jaw pushes an object it
+            # meets on the way against the fixed one (the step's size plays no part)
+            if not self.between_jaws(obj, max(before, self._stroke_opening)):
                 continue
             if self.faults.grasp_fails(obj.name, self.t):
                 self._event("grasp_failed", obj.name)

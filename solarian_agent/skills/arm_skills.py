@@ -32,6 +32,11 @@ PITCH_TOL = 0.05
 OPEN_MM = 65.0  # a pick opens this wide: the table's objects are at most 45 mm across
 GRIPPER_OPEN = SO101_JAW.angle_for(OPEN_MM / 1000)
 GRIPPER_CLOSE = SO101_JAW.lower  # closing squeezes: a held object stops the jaw short of it
+# a pick closes the jaw gently, and a place opens it so (rad/s; its limit is 2): the jaw settles
+# on the object instead of striking it and lets it go without flicking it, and a miss (or a
+# release) stays in view long enough for the monitor's 0.5 s tick to see it before the skill
+# ends by itself
+GRASP_SPEED = 0.8
 OBJECT_WIDTH = 0.045  # the width a pick plans for when it is not told (m)
 SMALLEST_OBJECT_MM = 35.0  # a little under the narrowest graspable object (40 mm)
 # a jaw stopped at or above this angle has something between the jaws; one that closed past it
@@ -41,8 +46,8 @@ HELD_MAX_ANGLE = SO101_JAW.angle_for(0.060)  # ... and short of this: jaws this 
 
 # the monitor questions (seed 003, "Monitor questions"), answered by any vision backend, in the
 # seed's wording.  The rules are measured on the labelled ticks of the product's own picks
-# (``solarian-agent make-ticks``; test/data/product_ticks): a pick lasts 2.4-3.2 s and is
-# judged every 0.5 s, the fingers reach the object no earlier than 1.5 s in, and a missed grasp
+# (``solarian-agent make-ticks``; test/data/product_ticks): a pick is judged every 0.5 s, its
+# last tick at most 3 s in, the jaws reach the object no earlier than 1 s in, and a missed grasp
 # shows on one tick only before the skill's own aperture check ends it, so the failure rule
 # counts from 1 s with ``consecutive: 1`` (``consecutive: 2`` escalated 1 missed pick in 46).
 # The finish rule is the seed's: one confident holding tick ends the pick and carries the
@@ -53,14 +58,14 @@ PICK_MONITOR: tuple[dict[str, Any], ...] = (
         "instructions": "Which phase the pick is in. Compare the previous close-up with the "
                         "current one.",
         "choices": {
-            "approaching": "The fingers are open, the target lies ahead of them, and it looks "
+            "approaching": "The jaws are open, the target lies ahead of them, and it looks "
                            "larger (closer) in the current close-up than in the previous one.",
-            "grasping": "The fingers are down at the target and closing on it: they are "
+            "grasping": "The jaws are down at the target and closing on it: they are "
                         "closer together in the current close-up than in the previous one.",
-            "holding": "The target is pinched between the fingers: it sits between them, "
-                       "both fingers touch it, and the fingers are visibly bent by the "
+            "holding": "The target is pinched between the jaws: it sits between them, "
+                       "both jaws touch it, and the jaws are visibly bent by the "
                        "pressure on it.",
-            "failed": "The fingers are closer together than the target is wide, with nothing "
+            "failed": "The jaws are closer together than the target is wide, with nothing "
                       "between them, or they reopened: wider in the current close-up than in "
                       "the previous one.",
         },
@@ -75,7 +80,7 @@ PICK_MONITOR: tuple[dict[str, Any], ...] = (
 PLACE_MONITOR: tuple[dict[str, Any], ...] = (
     {
         "name": "released", "type": "predicate", "camera": "wrist",
-        "instructions": "Has the gripper let go of the object: the fingers are open and "
+        "instructions": "Has the gripper let go of the object: the jaws are open and "
                         "nothing sits between them?",
     },
 )
@@ -108,6 +113,7 @@ class Waypoint:
     target: dict[str, float]
     phase: str
     tolerances: dict[str, float] = field(default_factory=dict)
+    max_velocity: float = 0.0  # rad/s: caps every joint of this motion (0: their own limits)
 
 
 class MotionSkill(Skill):
@@ -131,7 +137,7 @@ class MotionSkill(Skill):
             self.on_done()
             return
         wp = self.waypoints[self.index]
-        self.arm().command(wp.target)
+        self.arm().command(wp.target, wp.max_velocity)
         targets = {k: (v, wp.tolerances.get(k, GRIPPER_TOL if k == GRIPPER_JOINT
                                             else JOINT_TOL))
                    for k, v in wp.target.items()}
@@ -280,7 +286,7 @@ class PickSkill(MotionSkill):
         return [
             Waypoint({GRIPPER_JOINT: GRIPPER_OPEN, **_joints(above)}, "approaching"),
             Waypoint(_joints(down), "descending"),
-            Waypoint({GRIPPER_JOINT: GRIPPER_CLOSE}, "grasping"),
+            Waypoint({GRIPPER_JOINT: GRIPPER_CLOSE}, "grasping", max_velocity=GRASP_SPEED),
             # the jaw stays commanded closed: with the object held it cannot get there, so
             # this waypoint ends by stillness; if the object slipped out, the jaw closes
             Waypoint({GRIPPER_JOINT: GRIPPER_CLOSE, **_joints(lift)}, "lifting"),
@@ -323,7 +329,7 @@ class PlaceSkill(MotionSkill):
         self.result["target_mm"] = [round(x * 1000, 1), round(y * 1000, 1)]
         return [
             Waypoint(_joints(over), "carrying"),
-            Waypoint({GRIPPER_JOINT: GRIPPER_OPEN}, "releasing"),
+            Waypoint({GRIPPER_JOINT: GRIPPER_OPEN}, "releasing", max_velocity=GRASP_SPEED),
         ]
 
     def on_done(self) -> None:

@@ -7,12 +7,16 @@ before it (``previous``), as the engine sends them with ``history: 2``; only the
 skill's monitor sees is stored.  Labels come from the simulator's ground truth, read with the
 definitions of the pick's ``progress`` choices:
 
-* ``holding``: the object is held (pinched between the fingers);
-* ``grasping``: nothing held, the fingers closed since the previous frame and are still at
+* ``holding``: the object is held (pinched between the jaws);
+* ``grasping``: nothing held, the jaws closed since the previous frame and are still at
   least as wide as the object;
-* ``failed``: nothing held and the fingers are visibly (15 %) closer together than the object
+* ``failed``: nothing held and the jaws are visibly (15 %) closer together than the object
   is wide, or they reopened;
-* ``approaching``: anything else (fingers open, the object ahead).
+* ``approaching``: anything else (jaws open, the object ahead).
+
+The SO-101's jaws: the gripper joint is the moving jaw's angle (``SO101_JAW`` turns it into the
+opening); a pick puts the fixed jaw at the object's near side (``grasp_joints``), a miss aims
+that 3 cm sideways.
 
 Target boxes (``targets.jsonl``) are the bounds of the object's colour in each close-up, as
 tight as a tracker's mask, or ``null`` when it is out of view.
@@ -31,14 +35,18 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from solarian_agent.arm.grasp import grasp_joints
+from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.kinematics import ArmModel
 from solarian_agent.sim.faults import FaultConfig, FaultInjector
 from solarian_agent.sim.render import Renderer
 from solarian_agent.sim.world import APPROACH_PITCHES, World, WorldConfig
 
 OUT = Path(__file__).resolve().parent / "monitor_ticks"
-CLOSE_UP = [0.2, 0.35, 0.8, 1.0]  # wrist camera, as config/controller.yaml: the fingers
-OPEN = 0.06
+CLOSE_UP = [0.2, 0.35, 0.8, 1.0]  # wrist camera, as config/controller.yaml: the jaws
+OPEN_M = 0.065  # the jaws' opening for a pick (m), as the pick skill's
+OPEN = SO101_JAW.angle_for(OPEN_M)  # the jaw angle (rad)
+CLOSE = SO101_JAW.lower  # closing squeezes: a held object stops the jaw on it
 DT = 0.02
 
 PROGRESS = {
@@ -110,7 +118,8 @@ class Recorder:
         x0, y0 = round(CLOSE_UP[0] * wd), round(CLOSE_UP[1] * h)
         x1, y1 = round(CLOSE_UP[2] * wd), round(CLOSE_UP[3] * h)
         self.frames.append({"t": round(self.t, 3), "img": img[y0:y1, x0:x1].copy(),
-                            "aperture": float(w.q[5]), "held": w.held is not None,
+                            "aperture": SO101_JAW.opening(float(w.q[5])),
+                            "held": w.held is not None,
                             "tip_z": float(w.tip_xyz[2])})
 
     def run_until_settled(self, timeout_s: float = 12.0) -> None:
@@ -124,10 +133,16 @@ class Recorder:
             self.step(DT)
 
 
-def move_tip(rec: Recorder, xyz: tuple[float, float, float], aperture: float) -> None:
+def move_tip(rec: Recorder, xyz: tuple[float, float, float], jaw: float,
+             width: float | None = None) -> None:
+    """The tool point to ``xyz``, or with ``width`` the fixed jaw to the near side of an
+    object of that width centred at ``xyz``; ``jaw``: the jaw angle (rad)."""
     w = rec.world
-    q, _ = w.arm.ik_search(xyz, APPROACH_PITCHES, q0=w.q[:5])
-    w.command(np.concatenate([q, [aperture]]))
+    if width is None:
+        q, _ = w.arm.ik_search(xyz, APPROACH_PITCHES, q0=w.q[:5])
+    else:
+        q, _ = grasp_joints(w.arm, xyz, width, APPROACH_PITCHES, w.q[:5])
+    w.command(np.concatenate([q, [jaw]]))
     rec.run_until_settled()
 
 
@@ -135,7 +150,7 @@ def label(prev: dict[str, object], cur: dict[str, object], width: float) -> str:
     if cur["held"]:
         return "holding"
     ap0, ap1 = float(prev["aperture"]), float(cur["aperture"])  # type: ignore[arg-type]
-    if ap1 > ap0 + 0.001 and ap1 < OPEN - 0.002:
+    if ap1 > ap0 + 0.001 and ap1 < OPEN_M - 0.002:
         return "failed"  # reopened
     if ap1 < 0.85 * width:
         return "failed"  # visibly closer together than the object is wide
@@ -163,12 +178,12 @@ def make(out: Path, tick_s: float, speed: float) -> None:
             ox, oy = ox - 0.03 * oy / r, oy + 0.03 * ox / r  # 3 cm sideways
         world.command({"gripper": OPEN})
         rec.run_until_settled()
-        move_tip(rec, (ox, oy, 0.12), OPEN)
+        move_tip(rec, (ox, oy, 0.12), OPEN, obj.width)
         rec.recording = True
         rec.snap()  # the action's first frame, at t = 0
         rec.next = tick_s
-        move_tip(rec, (ox, oy, 0.015), OPEN)
-        world.command({"gripper": 0.0})
+        move_tip(rec, (ox, oy, 0.015), OPEN, obj.width)
+        world.command({"gripper": CLOSE})
         rec.run_until_settled()
         move_tip(rec, (float(world.tip_xyz[0]), float(world.tip_xyz[1]), 0.10),
                  float(world.target[5]))
@@ -195,8 +210,8 @@ def make(out: Path, tick_s: float, speed: float) -> None:
                     {"camera": "wrist", "label": "current", "file": files[i], "age_s": 0.0,
                      "close_up": True, "size": [w, h]},
                 ],
-                "readings": {"gripper": {"aperture_mm": round(float(cur["aperture"]) * 1000,
-                                                              1)}},  # type: ignore[arg-type]
+                "readings": {"gripper": {"opening_mm": round(float(cur["aperture"]) * 1000,
+                                                             1)}},  # type: ignore[arg-type]
             })
             labels.append({"id": tid, "question": "progress",
                            "label": label(prev, cur, obj.width)})
@@ -204,7 +219,7 @@ def make(out: Path, tick_s: float, speed: float) -> None:
              "monitor_config": {"close_ups": {"wrist": CLOSE_UP}, "history": 2,
                                 "period_s": tick_s, "reference": False, "mark_target": False,
                                 "instructions": "The wrist camera looks along the gripper: "
-                                                "its two grey fingers come up from the "
+                                                "its two grey jaws come up from the "
                                                 "bottom of every close-up."}}
     (out / "skill.json").write_text(json.dumps(skill, indent=1) + "\n")
     for fname, rows in (("ticks.jsonl", ticks), ("labels.jsonl", labels),

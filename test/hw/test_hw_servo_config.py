@@ -233,13 +233,15 @@ def test_setup_motors_configures_each_servo_it_sets_up(monkeypatch, capsys):
         monkeypatch.setattr("builtins.input", lambda p="": "")
         assert main(["setup-motors", "--port", sim.port_name, "--joint", "wrist_flex"]) == 0
         assert sorted(sim.servos) == [4]
-        assert sim.register(4, STS3215.MIN_POSITION_LIMIT) == 965  # the shipped wrist_flex range_min
+        # the shipped wrist_flex range_min
+        assert sim.register(4, STS3215.MIN_POSITION_LIMIT) == 965
         assert sim.register(4, STS3215.P_COEFFICIENT) == 16
         assert sim.register(4, STS3215.LOCK) == 1
 
 
 class _ScriptedUI:
-    """The calibration's user: zero pose at 2048, then every joint end to end."""
+    """The calibration's user: the middle pose at 2048 (the jaw half open), then every joint
+    end to end (the jaw about 115 degrees, shut to open, around its middle)."""
 
     def __init__(self, sim: SimulatedBus) -> None:
         self.sim = sim
@@ -254,7 +256,7 @@ class _ScriptedUI:
     def progress(self, ranges: object) -> bool:
         self.calls += 1
         for i in range(1, 7):
-            lo, hi = (2048, 3400) if i == 6 else (1000, 3000)
+            lo, hi = (1400, 2700) if i == 6 else (1000, 3000)
             self.sim.set_position(i, lo if self.calls == 1 else hi)
         return self.calls < 3
 

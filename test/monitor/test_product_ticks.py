@@ -11,7 +11,7 @@ import pytest
 from solarian_agent.core.vision import MonitorImage, question_from_dict
 from solarian_agent.monitor_eval import evaluate, load_labels, load_targets, load_ticks
 from solarian_agent.monitor_record import shipped_skill
-from solarian_agent.perception.cv_monitor import CvVisionBackend, closed, measure, progress
+from solarian_agent.perception.cv_monitor import CvVisionBackend, measure, progress, shut
 from solarian_agent.skills.arm_skills import PICK_MONITOR
 
 ROOT = Path(__file__).resolve().parents[1] / "data" / "product_ticks"
@@ -63,9 +63,10 @@ def test_the_product_tick_set_ships_small_with_every_choice_and_the_real_frames(
     # the real period: ticks 0.5 s apart, picks judged within their 2.4-3.2 s
     assert {round(t.elapsed_s % 0.5, 3) for t in ts.ticks} <= {0.0, 0.5}
     assert max(t.elapsed_s for t in ts.ticks) <= 3.5
-    # the first judged tick of a pick from home: the gripper opens from closed, the object ahead
+    # the first judged tick of a pick from home: the jaws open from nearly shut (16 mm apart),
+    # the object ahead
     firsts = [t for t in ts.ticks if t.tick == 1]
-    assert sum(closed(views(t)[2]) for t in firsts) >= len(firsts) // 2
+    assert sum(shut(views(t)[2]) for t in firsts) >= len(firsts) // 2
     assert all(labels[(t.id, "progress")] == "approaching" for t in firsts)
     # the trackers' boxes on the overhead frames
     targets = load_targets(PICK / "targets.jsonl")
@@ -106,7 +107,7 @@ def test_opening_from_the_closed_home_pose_with_the_object_ahead_is_approaching(
     opening = []
     for t in ts.ticks:
         cur, prev, ref = views(t)
-        if ref is not None and closed(ref) and cur.gap > prev.gap + 5:
+        if ref is not None and shut(ref) and cur.gap > prev.gap + 5:
             opening.append(t)
             res = progress(cur, prev, ref)
             assert res is not None and res[0] == "approaching", (t.id, res)
@@ -134,7 +135,7 @@ def test_opening_with_no_reference_frame_is_below_the_floor():
     of an approach: no confident answer either way."""
     t = next(t for t in load_ticks(PICK).ticks if t.tick == 1)
     cur, prev, ref = views(t)
-    assert closed(ref) and cur.gap > prev.gap
+    assert shut(ref) and cur.gap > prev.gap
     res = progress(cur, prev, None)
     assert res is not None and res[1] < 0.8
     # through the backend: the reference close-up is what decides
@@ -184,9 +185,10 @@ def test_the_old_rules_could_never_fire_on_a_product_pick():
 
 
 def test_the_pick_question_has_the_seeds_full_wording():
+    """The seed's wording, on the SO-101's jaws instead of its fingers."""
     q = PICK_MONITOR[0]
     assert q["choices"]["holding"].endswith(
-        "both fingers touch it, and the fingers are visibly bent by the pressure on it.")
+        "both jaws touch it, and the jaws are visibly bent by the pressure on it.")
     assert q["choices"]["failed"].endswith(
         "or they reopened: wider in the current close-up than in the previous one.")
     assert {"do": "finish", "value": "holding", "threshold": 0.8, "consecutive": 1,

@@ -5,7 +5,13 @@ tool point and the moving jaw swings to +x.  So a grasp of an object of width ``
 ``c`` puts the tool point at ``c - (w / 2 + clearance) * closing_dir``, opens the jaws wider than
 ``w`` and closes: the object ends against the fixed jaw.  The wrist roll is chosen so the
 closing direction lies along the bearing from the pan axis (either sense: the offset follows
-the real closing direction)."""
+the real closing direction).
+
+The jaws open so that the moving jaw's whole finger clears the object (the opened jaws are a V,
+narrowest toward the pivot: :meth:`~solarian_agent.arm.jaw.JawGeometry.clearance`), and the
+tool point goes down to the object along a vertical line at the grasp's own pitch
+(:func:`descent`): one joint-space move from high above would swing the fixed jaw, 4 mm from
+the object's side, through it on the way."""
 
 from __future__ import annotations
 
@@ -15,11 +21,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from .jaw import SO101_JAW
-from .kinematics import ArmModel
+from .kinematics import ArmModel, UnreachableError
 
 CLOSING_FRAME = "gripper_link"
 GRASP_CLEARANCE = 0.004  # m between the fixed jaw's face and the object before closing
-OPEN_MARGIN = 0.02  # the jaws open this much wider than the object (m)
+OPEN_MARGIN = 0.012  # the moving jaw's finger stands this much wider than the object (m)
+DESCENT_STEP = 0.02  # m between the waypoints of a descent
 
 
 def closing_dir(arm: ArmModel, q: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -29,8 +36,9 @@ def closing_dir(arm: ArmModel, q: Sequence[float] | np.ndarray) -> np.ndarray:
 
 
 def open_angle(width: float) -> float:
-    """The jaw angle (rad) that opens the jaws ``OPEN_MARGIN`` wider than ``width``."""
-    return SO101_JAW.angle_for(min(width + OPEN_MARGIN, SO101_JAW.max_opening))
+    """The jaw angle (rad) at which the moving jaw's whole finger stands ``OPEN_MARGIN``
+    wider than ``width`` from the fixed jaw (or the widest the jaws open)."""
+    return SO101_JAW.clear_angle(width + OPEN_MARGIN)
 
 
 def grasp_joints(arm: ArmModel, centre: Sequence[float], width: float,
@@ -58,3 +66,24 @@ def grasp_joints(arm: ArmModel, centre: Sequence[float], width: float,
     q, pitch = arm.ik_search(target, pitches, q0=q)
     return q, pitch
 
+
+
+def descent(arm: ArmModel, centre: Sequence[float], width: float, top_z: float,
+            pitches: Sequence[float], q0: Sequence[float] | np.ndarray,
+            step: float = DESCENT_STEP) -> list[np.ndarray]:
+    """Arm joints (5 each) from high to low that lower the jaws onto the object of ``width``
+    centred at ``centre`` (x, y, z: the grasp's tool point height) along a vertical line, at
+    the grasp's pitch and wrist roll: the grasp (:func:`grasp_joints`) and above it, every
+    ``step``, the poses at the same pitch up to ``top_z`` or as high as that pitch reaches.
+    The last is the grasp."""
+    c = np.asarray(centre, dtype=float)
+    q, pitch = grasp_joints(arm, c, width, pitches, q0)
+    path = [q]
+    n = int(math.floor((top_z - c[2]) / step + 1e-9))
+    for i in range(1, n + 1):
+        try:
+            q, _ = grasp_joints(arm, (c[0], c[1], c[2] + i * step), width, (pitch,), q)
+        except UnreachableError:
+            break
+        path.append(q)
+    return path[::-1]

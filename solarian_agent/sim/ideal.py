@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from solarian_agent.arm.grasp import closing_dir, grasp_joints, open_angle
+from solarian_agent.arm.grasp import closing_dir, descent, grasp_joints, open_angle
 from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.kinematics import UnreachableError
 
@@ -123,7 +123,11 @@ class IdealController:
         jaw_open = open_angle(obj.width)
         self.move_grasp(obj.x, obj.y, cfg.hover_z, obj.width, jaw_open)
         obj = w.objects[name]  # it may have been moved meanwhile; the ideal one re-reads
-        self.move_grasp(obj.x, obj.y, cfg.grasp_z, obj.width, jaw_open)
+        # straight down onto it at the grasp's pitch: a single joint-space move would swing
+        # the fixed jaw through the object's near side on the way
+        for q in descent(w.arm, (obj.x, obj.y, cfg.grasp_z), obj.width, cfg.hover_z,
+                         APPROACH_PITCHES, w.q[:5]):
+            self.move_joints(np.concatenate([q, [jaw_open]]))
         self.gripper(cfg.close_angle)
         self.move_tip(float(w.tip_xyz[0]), float(w.tip_xyz[1]), cfg.hover_z, cfg.close_angle)
         return w.held is obj

@@ -141,6 +141,35 @@ def test_jaw_opening_is_not_linear_and_inverts() -> None:
         SO101_JAW.angle_for(0.2)
 
 
+@pytest.mark.parametrize("deg", [0.0, 30.0, 66.0, 100.0])
+def test_opened_jaws_are_narrowest_at_the_fingers_upper_end(arm, deg) -> None:
+    """The moving jaw's finger (its collision box's inner face, up to 32 mm below the pivot)
+    against the fixed jaw's face: the gap at its upper end is the URDF's, and the narrowest."""
+    angle = math.radians(deg)
+    q = np.zeros(6)
+    q[5] = angle
+    poses = arm.frame_poses(q, ("gripper_link", "moving_jaw_so101_v1_link",
+                                "gripper_frame_link"))
+    top = poses["moving_jaw_so101_v1_link"] @ np.array([-0.0123, -0.032, 0.0189, 1.0])
+    closing = poses["gripper_link"][:3, 0]
+    by_frames = float((top[:3] - poses["gripper_frame_link"][:3, 3]) @ closing)
+    assert SO101_JAW.gap(angle, SO101_JAW.finger_top_z) == pytest.approx(by_frames, abs=2e-4)
+    assert SO101_JAW.clearance(angle) <= SO101_JAW.opening(angle) + 1e-12
+    if deg > 0:
+        assert SO101_JAW.clearance(angle) < SO101_JAW.opening(angle) - 0.005
+
+
+def test_the_clear_angle_opens_the_whole_finger_past_a_width() -> None:
+    for w in (0.03, 0.04, 0.05):
+        a = SO101_JAW.clear_angle(w)
+        assert SO101_JAW.clearance(a) == pytest.approx(w, abs=1e-6)
+        assert SO101_JAW.opening(a) > w + 0.015  # the tips much wider than the finger's top
+    # a 40 mm cup: 41 degrees, where the tips alone stand 40 mm apart at 18
+    assert math.degrees(SO101_JAW.clear_angle(0.04)) == pytest.approx(41.3, abs=0.2)
+    assert math.degrees(SO101_JAW.angle_for(0.04)) == pytest.approx(18.4, abs=0.2)
+    assert SO101_JAW.clear_angle(0.2) == pytest.approx(math.radians(99.3), abs=0.01)
+
+
 def test_reach_lands_on_a_table_grid_within_a_millimetre_and_never_below(arm) -> None:
     reached = 0
     for x in np.linspace(0.12, 0.32, 6):

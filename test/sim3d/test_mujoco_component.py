@@ -3,8 +3,11 @@ as over the 2D world, and a pick through the safety layer that squeezes and hold
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from solarian_agent.arm.grasp import descent, grasp_joints, open_angle
+from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.kinematics import JOINT_NAMES
 from solarian_agent.core import names
 from solarian_agent.core.messages import CameraInfo, Image, JointState
@@ -22,6 +25,10 @@ class Rig(SimRig):
     def tip_to(self, x: float, y: float, z: float, seconds: float = 2.5,
                **extra: float) -> None:
         q, _ = self.world.arm.ik_search((x, y, z), APPROACH_PITCHES, self.world.q[:5])
+        self.command(**dict(zip(JOINT_NAMES[:5], map(float, q), strict=True)), **extra)
+        self.run(seconds)
+
+    def joints_to(self, q: np.ndarray, seconds: float = 2.5, **extra: float) -> None:
         self.command(**dict(zip(JOINT_NAMES[:5], map(float, q), strict=True)), **extra)
         self.run(seconds)
 
@@ -107,15 +114,21 @@ def test_reset_and_fault_services(rig: Rig) -> None:
 
 def test_a_pick_through_the_safety_layer_squeezes_and_holds(rig: Rig) -> None:
     cup = rig.world.objects["red_cup"]
-    x, y = cup.x, cup.y
-    rig.tip_to(x, y, 0.09, gripper=0.055)
-    rig.tip_to(x, y, 0.015)
-    rig.command(gripper=0.0)
+    centre = (cup.x, cup.y, 0.015)
+    arm = rig.world.arm
+    above, _ = grasp_joints(arm, (cup.x, cup.y, 0.09), cup.width, APPROACH_PITCHES,
+                            rig.world.q[:5])
+    rig.joints_to(above, gripper=open_angle(cup.width))
+    for q in descent(arm, centre, cup.width, 0.09, APPROACH_PITCHES, above):
+        rig.joints_to(q, seconds=0.6)
+    rig.command(gripper=SO101_JAW.lower)
     rig.run(1.5)
-    # the servo leads the fingers by the controller's lead, not by one tick's step
-    assert rig.world.setpoint[5] < rig.world.q[5] - 0.009
-    rig.tip_to(x, y, 0.12)
+    # the servo leads the jaw by the controller's lead (0.4 rad), not by one tick's step
+    assert rig.world.setpoint[5] < rig.world.q[5] - 0.3
+    rig.tip_to(float(rig.world.tip_xyz[0]), float(rig.world.tip_xyz[1]), 0.12)
     truth = rig.truth.latest()
     assert truth["held"] == "red_cup" and truth["objects"]["red_cup"]["z"] > 0.08
     js: JointState = rig.js.drain()[-1]
-    assert js.position[5] == pytest.approx(0.04, abs=0.002)  # the aperture: the cup's width
+    # the jaw angle: the opened jaws' narrowest gap (the moving finger's upper end) is the
+    # cup's width
+    assert SO101_JAW.clearance(js.position[5]) == pytest.approx(0.04, abs=0.003)

@@ -7,8 +7,9 @@ import math
 
 import numpy as np
 import pytest
-from sim3d_helpers import close_gripper, move_tip, pick, settle
+from sim3d_helpers import close_gripper, jaws_down_around, pick, settle
 
+from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.kinematics import ArmModel
 from solarian_agent.core.errors import ConfigError
 from solarian_agent.sim.faults import FaultConfig, FaultInjector
@@ -54,8 +55,11 @@ def test_a_grasp_holds_the_cup_by_friction_and_lifts_it(world: MujocoWorld) -> N
     cup = truth["objects"]["red_cup"]
     assert cup["location"] == "held" and cup["z"] > 0.08
     assert cup["z"] == pytest.approx(world.tip_xyz[2] - 0.015, abs=0.006)
-    # the fingers stopped on the cup: the aperture is its diameter
-    assert world.q[5] == pytest.approx(2 * DEFAULT_CONFIG.cup_radius, abs=0.002)
+    # the jaw stopped on the cup: the cup is taller than the moving jaw's finger, so the
+    # finger's upper end (the narrowest of the opened jaws' V) meets it and the jaws' narrowest
+    # gap is its diameter
+    gap = SO101_JAW.clearance(world.q[5])
+    assert gap == pytest.approx(2 * DEFAULT_CONFIG.cup_radius, abs=0.003)
     assert [e["kind"] for e in truth["events"]] == ["grasped"]
 
 
@@ -65,7 +69,7 @@ def test_without_friction_the_same_grasp_slips(arm: ArmModel) -> None:
     pick(w, "red_cup")
     truth = w.truth()
     assert truth["held"] is None and truth["objects"]["red_cup"]["location"] == "table"
-    assert w.q[5] < 0.005  # the fingers closed past it once it slid out
+    assert w.q[5] < SO101_JAW.lower + 0.01  # the jaw closed past it once it slid out
     assert "slipped" in [e["kind"] for e in truth["events"]]
 
 
@@ -79,9 +83,12 @@ def test_an_injected_slip_drops_the_lifted_cup_back_onto_the_table(
     assert kinds[0] == "grasped" and "slipped" in kinds
     assert truth["held"] is None and truth["objects"]["red_cup"]["location"] == "table"
     assert truth["faults"]["counts"]["slip"] == 1
-    # friction is back once it is free of the fingers: the next grasp holds
-    pick(world, "red_cup")
-    assert world.truth()["held"] == "red_cup"
+    # friction is back once it is free of the jaws: the next grasp holds (the paper ball: the
+    # closing jaw swings through the falling cup and may tip it over)
+    assert world.model.geom_friction[world._finger_geoms, 0] == pytest.approx(
+        world.physics.scene.arm.finger_friction)
+    pick(world, "yellow_paper")
+    assert world.truth()["held"] == "yellow_paper"
 
 
 def test_an_injected_grasp_failure_leaves_the_object_behind(world: MujocoWorld) -> None:
@@ -123,8 +130,10 @@ def test_move_object_puts_it_elsewhere_and_waits_while_it_is_held(
 def test_commands_are_clamped_to_the_joint_limits_and_bad_ones_refused(
         arm: ArmModel, world: MujocoWorld) -> None:
     world.reset(3)
-    world.command({"shoulder_pan": 9.0, "gripper": 1.0})
+    world.command({"shoulder_pan": 9.0, "gripper": 5.0})
     assert world.target[0] == arm.upper[0] and world.target[5] == arm.upper[5]
+    # the URDF's limits: shoulder_pan +-1.91986 rad, the jaw -0.174533 .. 1.74533 rad
+    assert (world.target[0], world.target[5]) == pytest.approx((1.91986, 1.74533))
     with pytest.raises(WorldError, match="unknown joint"):
         world.command({"elbow": 0.1})
     with pytest.raises(WorldError, match="non-finite"):
@@ -146,9 +155,7 @@ def test_the_servo_setpoint_moves_no_faster_than_the_velocity_limits(
 
 def test_a_squeezing_gripper_keeps_its_setpoint_within_the_lead(world: MujocoWorld) -> None:
     world.reset(3)
-    cup = world.objects["red_cup"]
-    move_tip(world, cup.x, cup.y, 0.09, 0.055)
-    move_tip(world, cup.x, cup.y, 0.015)
+    jaws_down_around(world, "red_cup")
     close_gripper(world)
     base = world.control_base()["gripper"]
     lead = world.arm.velocity[5] * world.physics.lead_time_s

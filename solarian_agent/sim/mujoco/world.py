@@ -64,11 +64,15 @@ class MujocoWorldConfig:
     lead_time_s: float = 0.2  # the setpoint leads the measured joints by at most vmax x this
     slip_friction: float = 0.002  # the fingers' friction while a fault makes the grip slip
     settle_s: float = 0.3  # physics run at reset so the objects come to rest
-    settled_tol: float = 0.004  # rad (m for the gripper): settled() when within this
+    settled_tol: float = 0.004  # rad: settled() when within this
+    # rad: while the jaw squeezes a held object, the arm joints may rest this far off target
+    # (the squeeze loads the arm: the closing jaw's arc drags the object down against the
+    # table, and a servo holds a load with a position error)
+    squeeze_tol: float = 0.03
     release_ticks: int = 5  # steps on one finger before a held object counts as let go
 
     def __post_init__(self) -> None:
-        for name in ("lead_time_s", "slip_friction", "settled_tol"):
+        for name in ("lead_time_s", "slip_friction", "settled_tol", "squeeze_tol"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
                 raise ConfigError(f"sim.mujoco.{name}", f"must be > 0, got {v!r}")
@@ -408,12 +412,14 @@ class MujocoWorld:
 
     def settled(self, tol: float | None = None) -> bool:
         """The setpoint reached the target and the joints are within ``tol`` of it and at
-        rest (the gripper may be stopped by a held object)."""
+        rest (the gripper may be stopped by a held object, and the arm then held within
+        ``squeeze_tol`` of its target by the servos against the squeeze's load)."""
         tol = self.physics.settled_tol if tol is None else tol
         err = np.abs(self.target - self.q)
         still = np.abs(self.qd) < 0.05
         if self.held is not None and self.target[5] < self.q[5]:
             err[5], still[5] = 0.0, True
+            err[:5] = np.where(err[:5] <= self.physics.squeeze_tol, 0.0, err[:5])
         return bool(np.all(self.setpoint == self.target) and np.all(err <= tol)
                     and np.all(still))
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from solarian_agent.arm.grasp import grasp_joints
+from solarian_agent.arm.grasp import descent, grasp_joints, open_angle
 from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.kinematics import ArmModel, UnreachableError
 from solarian_agent.perception import scene
@@ -53,7 +53,9 @@ class ToolsConfig:
     grasp_z: float = 0.015  # tip height when closing
     lift_z: float = 0.12  # tip height after a pick
     carry_z: float = 0.13  # tip height over a receptacle when opening
-    open_aperture: float = 0.065  # m between the jaws when open
+    # m between the jaws (at the tool point) when open: the moving jaw's whole finger clears
+    # the widest object (the opened jaws are a V: the tips stand wider, about 99 mm)
+    open_aperture: float = round(SO101_JAW.opening(open_angle(OBJECT_WIDTH)), 4)
     held_min_aperture: float = 0.035  # jaws stopped at least this far apart: holding
     move_timeout_s: float = 8.0  # a motion that has not settled by then is a failure
     camera: str = "overhead"
@@ -255,15 +257,18 @@ class TidyTools:
             width = OBJECT_WIDTH if expect_aperture is None else expect_aperture
             above, _ = grasp_joints(self._world.arm, (x, y, cfg.hover_z), width,
                                     APPROACH_PITCHES, q[:5])
-            down, _ = grasp_joints(self._world.arm, (x, y, cfg.grasp_z), width,
-                                   APPROACH_PITCHES, above)
+            # straight down at the grasp's pitch (a joint-space move from above would swing the
+            # fixed jaw through the object's near side)
+            path = descent(self._world.arm, (x, y, cfg.grasp_z), width, cfg.hover_z,
+                           APPROACH_PITCHES, above)
+            down = path[-1]
             tip = self._world.arm.fk(down)[0]
             lift = self._ik(float(tip[0]), float(tip[1]), cfg.lift_z, down)
         except UnreachableError as e:
             return self._done("pick", obj, False, f"out of reach: {e}")
         phases: list[tuple[str, np.ndarray | dict[str, float], bool]] = [
             ("approaching", np.concatenate([above, [open_jaw]]), False),
-            ("descending", np.concatenate([down, [open_jaw]]), False),
+            *(("descending", np.concatenate([qd, [open_jaw]]), False) for qd in path),
             ("grasping", {"gripper": SO101_JAW.lower}, False),
             ("lifting", lift, True),
         ]

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from ..arm.grasp import open_angle
 from ..arm.jaw import SO101_JAW
 from ..arm.kinematics import ARM_JOINTS, GRIPPER_JOINT
 from ..core.errors import ConfigError, SkillFailed
@@ -29,20 +30,24 @@ GRIPPER_TOL = math.radians(2.0)  # the jaw angle, like the other joints
 CART_TOL_MM = 5.0
 PITCH_TOL = 0.05
 # the gripper joint is the moving jaw's angle (rad); openings are the gap between the jaws
-OPEN_MM = 65.0  # a pick opens this wide: the table's objects are at most 45 mm across
-GRIPPER_OPEN = SO101_JAW.angle_for(OPEN_MM / 1000)
-GRIPPER_CLOSE = SO101_JAW.lower  # closing squeezes: a held object stops the jaw short of it
 # a pick closes the jaw gently, and a place opens it so (rad/s; its limit is 2): the jaw settles
 # on the object instead of striking it and lets it go without flicking it, and a miss (or a
 # release) stays in view long enough for the monitor's 0.5 s tick to see it before the skill
 # ends by itself
 GRASP_SPEED = 0.8
 OBJECT_WIDTH = 0.045  # the width a pick plans for when it is not told (m)
+# a pick opens the jaws so the moving jaw's whole finger clears the widest object (45 mm); the
+# opened jaws are a V, so the tips stand wider apart: about 99 mm
+GRIPPER_OPEN = open_angle(OBJECT_WIDTH)
+OPEN_MM = round(SO101_JAW.opening(GRIPPER_OPEN) * 1000)
+GRIPPER_CLOSE = SO101_JAW.lower  # closing squeezes: a held object stops the jaw short of it
 SMALLEST_OBJECT_MM = 35.0  # a little under the narrowest graspable object (40 mm)
 # a jaw stopped at or above this angle has something between the jaws; one that closed past it
 # closed on nothing
 HELD_MIN_ANGLE = SO101_JAW.angle_for(SMALLEST_OBJECT_MM / 1000)
-HELD_MAX_ANGLE = SO101_JAW.angle_for(0.060)  # ... and short of this: jaws this wide are open
+# ... and short of this: jaws whose finger stands 50 mm off the fixed jaw are open (a tall
+# object stops the finger's upper end, at its width: the tips stand wider, 68 mm on a 40 mm cup)
+HELD_MAX_ANGLE = SO101_JAW.clear_angle(0.050)
 
 # the monitor questions (seed 003, "Monitor questions"), answered by any vision backend, in the
 # seed's wording.  The rules are measured on the labelled ticks of the product's own picks
@@ -279,13 +284,16 @@ class PickSkill(MotionSkill):
         grasp_z = float(self.params.get("grasp_z", 0.015))
         width = float(self.params.get("object_width", OBJECT_WIDTH))
         above = arm.grasp_ik((x, y, 0.09), width, q)
-        down = arm.grasp_ik((x, y, grasp_z), width, above)
+        # straight down at the grasp's pitch: one joint-space move from above would swing the
+        # fixed jaw, a few millimetres off the object's side, through it on the way
+        path = arm.grasp_descent((x, y, grasp_z), width, 0.09, above)
+        down = path[-1]
         tip = arm.fields(np.concatenate([down, [0.0]]))
         lift = arm.ik((tip["x"] / 1000, tip["y"] / 1000, 0.12), down)
         self.result["target_mm"] = [round(x * 1000, 1), round(y * 1000, 1)]
         return [
             Waypoint({GRIPPER_JOINT: GRIPPER_OPEN, **_joints(above)}, "approaching"),
-            Waypoint(_joints(down), "descending"),
+            *(Waypoint(_joints(qd), "descending") for qd in path),
             Waypoint({GRIPPER_JOINT: GRIPPER_CLOSE}, "grasping", max_velocity=GRASP_SPEED),
             # the jaw stays commanded closed: with the object held it cannot get there, so
             # this waypoint ends by stillness; if the object slipped out, the jaw closes

@@ -135,6 +135,24 @@ class ArmPort:
         return np.asarray(q5[:5], float)
 
 
+    def grasp_descent(self, centre: Sequence[float], width: float, top_z: float,
+                      q0: np.ndarray | None = None) -> list[np.ndarray]:
+        """Joint targets, high to low, that lower the jaws straight down onto an object of
+        ``width`` (m) centred at ``centre`` (m, z the grasp's tool point height) from up to
+        ``top_z`` (:func:`~solarian_agent.arm.grasp.descent`); the last is the grasp."""
+        from ..arm.grasp import descent
+        from ..arm.kinematics import UnreachableError
+
+        start = self.q() if q0 is None else q0
+        try:
+            path = descent(self.model, centre, width, top_z,
+                           (math.pi / 2, 1.35, 1.15, 0.95, 0.75, 0.55), start[:5])
+        except UnreachableError as e:
+            raise SkillFailed(f"grasp at {np.round(np.asarray(centre) * 1000).tolist()} mm is "
+                              f"out of reach ({e})") from None
+        return [np.asarray(q[:5], float) for q in path]
+
+
 class CameraPort:
     """Newest frames by camera name, and the geometry of the fixed cameras."""
 

@@ -6,7 +6,11 @@ publishes (``CameraInfo``, pixel <-> table) are the URDF's optical frames and th
 :data:`~solarian_agent.sim.camera.CAMERA_SPECS` intrinsics, the same as the 2D renderer's and
 the skills'.  The MJCF's cameras sit on the same frames with the same field of view, so a
 point on the table lands on the same pixel in both backends (unless a style jitters the
-cameras on purpose).
+cameras on purpose).  The wrist camera is the 2D renderer's close-up, which the classical
+monitor and the held check read: from behind the jaws' gap
+(:func:`~solarian_agent.sim.render.jaw_frame`), a viewpoint inside the gripper's body, so it
+draws the scene and the jaws' fingers only (``FINGER_VIEW_GROUP``).  From the URDF's
+wrist_camera, beside the fixed jaw, the fixed jaw would hide an object held between the jaws.
 
 One GL context (opened at construction: :func:`~solarian_agent.sim.mujoco.gl.open_context`
 fails with the reason instead of hanging) renders every camera into its own viewport of one
@@ -29,17 +33,19 @@ import cv2
 import mujoco
 import numpy as np
 
-from solarian_agent.arm.kinematics import ArmModel
+from solarian_agent.arm.kinematics import TIP_FRAME, ArmModel
 
 from ..camera import OVERHEAD, WRIST, CameraRig, CameraSpec, RenderError
-from ..render import VisualStyle, _shade
+from ..render import _WRIST_VIEW, VisualStyle, _shade, jaw_frame
 from . import gl
 from .scene import KEY_AMBIENT, KEY_DIFFUSE, TABLE_MATERIALS
 from .style import SceneStyle
+from .urdf_mjcf import FINGER_VIEW_GROUP
 
 # the MJCF cameras look along -z with y up; the optical frames along +z with y down
 _CAM_QUAT = np.array([0.0, 1.0, 0.0, 0.0])
 _VISIBLE_GROUPS = (0, 1)  # scene geoms and the arm's visual geoms (3: collision, hidden)
+_WRIST_GROUPS = (0, FINGER_VIEW_GROUP)  # the close-up: the scene and the jaws' fingers
 FRAME_TIMEOUT_S = 30.0  # a frame not drawn by then is an error, not a hang
 
 
@@ -92,6 +98,7 @@ class MujocoRenderer(CameraRig):
         self._con: Any = None
         self._scene: Any = None
         self._cam_ids: dict[str, int] = {}
+        self._views: dict[str, np.ndarray] = {}  # camera -> its optical frame (world) now
         self._opt = mujoco.MjvOption()
         for g in range(len(self._opt.geomgroup)):
             self._opt.geomgroup[g] = 1 if g in _VISIBLE_GROUPS else 0
@@ -169,8 +176,24 @@ class MujocoRenderer(CameraRig):
         for name in self.specs:
             t, r = st.camera_offset(name)
             cid = self._cam_ids[name]
-            model.cam_pos[cid] = t
-            model.cam_quat[cid] = _quat_mul(_rotvec_quat(r), _CAM_QUAT)
+            view = self._views.get(name)
+            if view is None:
+                model.cam_pos[cid] = t
+                model.cam_quat[cid] = _quat_mul(_rotvec_quat(r), _CAM_QUAT)
+                continue
+            # the view (optical frame, world) with the style's offset, in the camera's body
+            body = int(model.cam_bodyid[cid])
+            rot = np.empty(9)
+            mujoco.mju_quat2Mat(rot, _rotvec_quat(r))
+            offset = np.eye(4)
+            offset[:3, :3], offset[:3, 3] = rot.reshape(3, 3), t
+            b = np.eye(4)
+            b[:3, :3], b[:3, 3] = data.xmat[body].reshape(3, 3), data.xpos[body]
+            rel = np.linalg.solve(b, view @ offset)
+            quat = np.empty(4)
+            mujoco.mju_mat2Quat(quat, rel[:3, :3].ravel())
+            model.cam_pos[cid] = rel[:3, 3]
+            model.cam_quat[cid] = _quat_mul(quat, _CAM_QUAT)
         mujoco.mj_camlight(model, data)
 
     # rendering -------------------------------------------------------------------------------
@@ -180,9 +203,14 @@ class MujocoRenderer(CameraRig):
         spec = self.specs.get(name)
         if spec is None:
             raise RenderError(f"unknown camera {name!r}; cameras are {self.cameras}")
+        if name == WRIST.name:
+            poses = self.arm.frame_poses(world.q, (TIP_FRAME, "gripper_link"))
+            self._views[name] = jaw_frame(poses, float(world.q[5]))[0] @ _WRIST_VIEW
         out: np.ndarray = self._on_gl(self._draw, name, world)
         if name not in self._fixed:  # the model follows the frame it drew
-            self._cams[name].set_pose(self.arm.frame_pose(world.q, spec.frame))
+            view = self._views.get(name)
+            self._cams[name].set_pose(view if view is not None
+                                      else self.arm.frame_pose(world.q, spec.frame))
         self.frames_rendered += 1
         return out
 
@@ -192,6 +220,9 @@ class MujocoRenderer(CameraRig):
         self._prepare(model)
         self._apply_style(model, data)
         self._vcam.fixedcamid = self._cam_ids[name]
+        groups = _WRIST_GROUPS if name in self._views else _VISIBLE_GROUPS
+        for g in range(len(self._opt.geomgroup)):
+            self._opt.geomgroup[g] = 1 if g in groups else 0
         mujoco.mjv_updateScene(model, data, self._opt, None, self._vcam,
                                mujoco.mjtCatBit.mjCAT_ALL, self._scene)
         viewport = mujoco.MjrRect(0, 0, spec.width, spec.height)

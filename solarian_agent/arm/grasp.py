@@ -27,6 +27,13 @@ CLOSING_FRAME = "gripper_link"
 GRASP_CLEARANCE = 0.004  # m between the fixed jaw's face and the object before closing
 OPEN_MARGIN = 0.012  # the moving jaw's finger stands this much wider than the object (m)
 DESCENT_STEP = 0.02  # m between the waypoints of a descent
+WIDEST_OBJECT = 0.045  # m: a pick opens for this when it is not told the object's width
+# the jaws' reading of a grasp, as the opening at the tool point (m): stopped under the
+# narrowest graspable object (40 mm) they closed on nothing; with the moving jaw's finger 50 mm
+# off the fixed jaw they are open (a tall object stops the finger's upper end at the object's
+# width while the tips stand wider: 68 mm on a 40 mm cup); in between, something is held
+HELD_MIN_OPENING = 0.035
+HELD_MAX_CLEARANCE = 0.050
 
 
 def closing_dir(arm: ArmModel, q: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -39,6 +46,17 @@ def open_angle(width: float) -> float:
     """The jaw angle (rad) at which the moving jaw's whole finger stands ``OPEN_MARGIN``
     wider than ``width`` from the fixed jaw (or the widest the jaws open)."""
     return SO101_JAW.clear_angle(width + OPEN_MARGIN)
+
+
+def held_max_opening() -> float:
+    """The opening (m, at the tool point) at and above which the jaws hold nothing."""
+    return SO101_JAW.opening(SO101_JAW.clear_angle(HELD_MAX_CLEARANCE))
+
+
+def pick_opening() -> float:
+    """The opening (m, at the tool point) a pick opens to: the moving jaw's whole finger
+    clears the widest object (:func:`open_angle`)."""
+    return SO101_JAW.opening(open_angle(WIDEST_OBJECT))
 
 
 def grasp_joints(arm: ArmModel, centre: Sequence[float], width: float,

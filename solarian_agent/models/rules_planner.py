@@ -33,7 +33,7 @@ from typing import Any
 
 from .base import ModelConfigError, ModelReply, ModelRequest, TextPart, ToolCall, Usage
 from .rules_predict import OutcomeModel
-from .rules_state import RequestState
+from .rules_state import RELEASE_MM, RequestState
 from .task_reading import TaskReading, label, read_task
 
 STRATEGIES = ("open_loop", "step_verified", "predictive")
@@ -255,7 +255,7 @@ class RulesPlanner:
             return [up, ("place_at", {"point": point, "observation_id": view.observation_id},
                          f"place_at {o} -> {d} {{confident={'yes' if sure else 'no'}}}")]
         if held is not None:  # holding what no goal wants now: let go of it here
-            return [up, ("set_gripper", {"opening_mm": 65}, "")]
+            return [up, ("set_gripper", {"opening_mm": RELEASE_MM}, "")]
         det = view.detections.get(o)
         if det is None:
             return [up, ("home", {}, "")]  # the arm may hide it: look again from home
@@ -373,7 +373,7 @@ class RulesPlanner:
         """Every goal done or given up: let go, go home, and finish on a fresh check."""
         up = ("update_plan", {"steps": plan}, "")
         if held is not None or (final is not None and final[1] == "let go"):
-            return [up, ("set_gripper", {"opening_mm": 65}, "")]
+            return [up, ("set_gripper", {"opening_mm": RELEASE_MM}, "")]
         if not st.at_home() or (final is not None and final[1] == "go home"):
             return [up, ("home", {}, "")]
         if final is None or final[1]:

@@ -13,8 +13,9 @@ holds (the conversation so far).  :class:`RequestState` reads that once per call
   predicted);
 * what the gripper holds: the arm's state (the last action that changed the grip and its
   outcome, a ``verify_state`` that said so) and the jaws' opening count, not only the wrist image:
-  open jaws (>= 60 mm apart) or jaws closed on nothing (< 35 mm) hold nothing, whatever the wrist
-  camera sees beyond them.
+  open jaws or jaws closed on nothing hold nothing, whatever the wrist camera sees beyond them
+  (the pick skill's own test: :data:`~solarian_agent.arm.grasp.HELD_MIN_OPENING`,
+  :func:`~solarian_agent.arm.grasp.held_max_opening`).
 """
 
 from __future__ import annotations
@@ -25,16 +26,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..arm.grasp import HELD_MIN_OPENING, held_max_opening, pick_opening
 from ..core.text import OPERATOR, TASK_PREFIX, find_quotes
 from ..perception import images as im
 from ..perception import scene
 from .base import ImagePart, Message, ModelRequest
 
-# jaws at least this far apart (mm, the opening between their inner faces) hold nothing: the
-# gripper is open; closer than this they closed on nothing, past the narrowest object (40 mm;
-# the pick skill's test)
-OPEN_JAWS_MM = 60.0
-CLOSED_JAWS_MM = 35.0
+# jaws at least this far apart (mm, the opening between the jaws at the tool point) hold
+# nothing: the gripper is open; closer than the other they closed on nothing, past the
+# narrowest object (the pick skill's test)
+OPEN_JAWS_MM = round(held_max_opening() * 1000, 1)
+CLOSED_JAWS_MM = round(HELD_MIN_OPENING * 1000, 1)
+# the opening (mm) that lets go of a held object: a pick's own
+RELEASE_MM = int(pick_opening() * 1000)
 # home (the folded rest pose, jaws up) puts the tool point near (83, 0, 299) mm
 HOME_TIP_MM = (83.3, 0.0, 298.9)
 HOME_TOL_MM = 15.0
@@ -307,5 +311,5 @@ class RequestState:
                     None)
 
 
-__all__ = ["CLOSED_JAWS_MM", "OPEN_JAWS_MM", "Mark", "Outcome", "PlanLine",
+__all__ = ["CLOSED_JAWS_MM", "OPEN_JAWS_MM", "RELEASE_MM", "Mark", "Outcome", "PlanLine",
            "RequestState", "View", "newest_image", "readings_of"]

@@ -95,7 +95,7 @@ def jaw_frame(poses: dict[str, np.ndarray], jaw_angle: float) -> tuple[np.ndarra
     return out, opening
 
 
-_WRIST_VIEW = _wrist_view()
+WRIST_VIEW = _wrist_view()
 
 
 @dataclass(frozen=True)
@@ -256,6 +256,44 @@ class _View:
         for p, z in zip(px, pc[:, 2], strict=True):
             r = max(1, int(round(self.cam.spec.fx * radius_m / z * (1 << _SHIFT))))
             cv2.circle(self.img, (int(p[0]), int(p[1])), r, colour, -1, cv2.LINE_8, _SHIFT)
+
+
+def paint_jaws(cam: PinholeCamera, img: np.ndarray, jaws: np.ndarray, opening: float,
+               colour: BGR) -> None:
+    """:func:`draw_jaws` on ``img`` as ``cam`` (posed) sees it."""
+    draw_jaws(_View(cam, img), jaws, opening, colour)
+
+
+def draw_jaws(view: _View, jaws: np.ndarray, opening: float, colour: BGR) -> None:
+    """Both jaws as boxes in :func:`jaw_frame` (x from the tips at 0 back to -0.075, y
+    outside the gap, z +-0.01); only faces turned towards the camera are drawn.  From the
+    wrist close-up they reach the bottom edge of the image.  Both simulators draw the
+    close-up's jaws so (the MuJoCo one over its rendered scene): the classical monitor reads
+    the same jaws whichever renders the table."""
+    rot, org = jaws[:3, :3], jaws[:3, 3]
+    half = opening / 2
+    light, dark = colour, _shade(colour, 0.72)
+    cam = rot.T @ (view.cam.position - org)  # the camera in the tip frame
+    x0, x1, z0, z1 = -0.075, 0.0, -0.01, 0.01
+    for side in (1.0, -1.0):
+        y0, y1 = side * half, side * (half + 0.01)
+        faces = (
+            (np.array([0, 0, 1.0]), z1, [[x0, y0, z1], [x1, y0, z1], [x1, y1, z1],
+                                         [x0, y1, z1]], light),
+            (np.array([0, 0, -1.0]), -z0, [[x0, y0, z0], [x1, y0, z0], [x1, y1, z0],
+                                           [x0, y1, z0]], light),
+            (np.array([0, -side, 0]), -side * y0, [[x0, y0, z0], [x1, y0, z0],
+                                                   [x1, y0, z1], [x0, y0, z1]], dark),
+            (np.array([0, side, 0]), side * y1, [[x0, y1, z0], [x1, y1, z0],
+                                                 [x1, y1, z1], [x0, y1, z1]], dark),
+            (np.array([1.0, 0, 0]), x1, [[x1, y0, z0], [x1, y1, z0], [x1, y1, z1],
+                                         [x1, y0, z1]], dark),
+        )
+        for normal, offset, corners, shade in faces:
+            if float(normal @ cam) <= offset:  # back face
+                continue
+            pts = np.array(corners) @ rot.T + org
+            view.poly(pts, shade, outline=_shade(shade, 0.6))
 
 
 def _surface(origin: np.ndarray, ax_u: np.ndarray, ax_v: np.ndarray,
@@ -467,41 +505,14 @@ class Renderer(CameraRig):
         return img
 
     def _draw_jaws(self, view: _View, jaws: np.ndarray, opening: float) -> None:
-        """Both jaws as boxes in :func:`jaw_frame` (x from the tips at 0 back to -0.075, y
-        outside the gap, z +-0.01); only faces turned towards the camera are drawn.  From the
-        wrist camera they reach the bottom edge of the image."""
-        st = self.style
-        rot, org = jaws[:3, :3], jaws[:3, 3]
-        half = opening / 2
-        light, dark = st.finger_bgr, _shade(st.finger_bgr, 0.72)
-        cam = rot.T @ (view.cam.position - org)  # the camera in the tip frame
-        x0, x1, z0, z1 = -0.075, 0.0, -0.01, 0.01
-        for side in (1.0, -1.0):
-            y0, y1 = side * half, side * (half + 0.01)
-            faces = (
-                (np.array([0, 0, 1.0]), z1, [[x0, y0, z1], [x1, y0, z1], [x1, y1, z1],
-                                             [x0, y1, z1]], light),
-                (np.array([0, 0, -1.0]), -z0, [[x0, y0, z0], [x1, y0, z0], [x1, y1, z0],
-                                               [x0, y1, z0]], light),
-                (np.array([0, -side, 0]), -side * y0, [[x0, y0, z0], [x1, y0, z0],
-                                                       [x1, y0, z1], [x0, y0, z1]], dark),
-                (np.array([0, side, 0]), side * y1, [[x0, y1, z0], [x1, y1, z0],
-                                                     [x1, y1, z1], [x0, y1, z1]], dark),
-                (np.array([1.0, 0, 0]), x1, [[x1, y0, z0], [x1, y1, z0], [x1, y1, z1],
-                                             [x1, y0, z1]], dark),
-            )
-            for normal, offset, corners, colour in faces:
-                if float(normal @ cam) <= offset:  # back face
-                    continue
-                pts = np.array(corners) @ rot.T + org
-                view.poly(pts, colour, outline=_shade(colour, 0.6))
+        draw_jaws(view, jaws, opening, self.style.finger_bgr)
 
     def _render_wrist(self, name: str, world: World) -> np.ndarray:
         spec = self.specs[name]
         poses = self.arm.frame_poses(world.q, (TIP_FRAME, "gripper_link"))
         jaws, opening = jaw_frame(poses, float(world.q[5]))
         cam = self._cams[name]
-        cam.set_pose(jaws @ _WRIST_VIEW)
+        cam.set_pose(jaws @ WRIST_VIEW)
         st = self.style
         blank = self._static.get(("blank", name))
         if blank is None:

@@ -32,7 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from solarian_agent.arm.grasp import descent, grasp_joints, open_angle
+from solarian_agent.arm.grasp import (
+    HELD_MIN_OPENING,
+    WIDEST_OBJECT,
+    descent,
+    grasp_joints,
+    held_max_opening,
+    pick_opening,
+)
 from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.kinematics import ArmModel, UnreachableError
 from solarian_agent.perception import scene
@@ -40,7 +47,7 @@ from solarian_agent.perception import scene
 from .render import Renderer
 from .world import APPROACH_PITCHES, GOALS, HOME, HOME_TOLERANCE, OBJECT_NAMES, World
 
-OBJECT_WIDTH = 0.045  # m: the width a pick plans for when not told (the widest object)
+OBJECT_WIDTH = WIDEST_OBJECT  # m: the width a pick plans for when not told
 
 TOOL_NAMES: tuple[str, ...] = ("observe_scene", "pick", "place", "verify_state", "stop", "home")
 STRATEGY_NAMES: tuple[str, ...] = ("open_loop", "step_verified", "predictive")
@@ -55,8 +62,8 @@ class ToolsConfig:
     carry_z: float = 0.13  # tip height over a receptacle when opening
     # m between the jaws (at the tool point) when open: the moving jaw's whole finger clears
     # the widest object (the opened jaws are a V: the tips stand wider, about 99 mm)
-    open_aperture: float = round(SO101_JAW.opening(open_angle(OBJECT_WIDTH)), 4)
-    held_min_aperture: float = 0.035  # jaws stopped at least this far apart: holding
+    open_aperture: float = round(pick_opening(), 4)
+    held_min_aperture: float = HELD_MIN_OPENING  # jaws stopped this far apart: holding
     move_timeout_s: float = 8.0  # a motion that has not settled by then is a failure
     camera: str = "overhead"
     wrist: str = "wrist"
@@ -177,7 +184,7 @@ class TidyTools:
         q = self.joints()
         # the wrist camera also sees an object below open fingers: held only when the fingers
         # stopped on something (neither closed nor open)
-        if not cfg.held_min_aperture <= SO101_JAW.opening(q[5]) < cfg.open_aperture - 0.005:
+        if not cfg.held_min_aperture <= SO101_JAW.opening(q[5]) < held_max_opening():
             held = None
         cam = self.renderer.camera(cfg.camera)
         positions: dict[str, tuple[float, float]] = {}

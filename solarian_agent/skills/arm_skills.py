@@ -17,7 +17,12 @@ from typing import Any
 import numpy as np
 import yaml
 
-from ..arm.grasp import open_angle
+from ..arm.grasp import (
+    HELD_MAX_CLEARANCE,
+    HELD_MIN_OPENING,
+    WIDEST_OBJECT,
+    open_angle,
+)
 from ..arm.jaw import SO101_JAW
 from ..arm.kinematics import ARM_JOINTS, GRIPPER_JOINT
 from ..core.errors import ConfigError, SkillFailed
@@ -35,19 +40,16 @@ PITCH_TOL = 0.05
 # release) stays in view long enough for the monitor's 0.5 s tick to see it before the skill
 # ends by itself
 GRASP_SPEED = 0.8
-OBJECT_WIDTH = 0.045  # the width a pick plans for when it is not told (m)
+OBJECT_WIDTH = WIDEST_OBJECT  # the width a pick plans for when it is not told (m)
 # a pick opens the jaws so the moving jaw's whole finger clears the widest object (45 mm); the
 # opened jaws are a V, so the tips stand wider apart: about 99 mm
 GRIPPER_OPEN = open_angle(OBJECT_WIDTH)
 OPEN_MM = round(SO101_JAW.opening(GRIPPER_OPEN) * 1000)
 GRIPPER_CLOSE = SO101_JAW.lower  # closing squeezes: a held object stops the jaw short of it
-SMALLEST_OBJECT_MM = 35.0  # a little under the narrowest graspable object (40 mm)
 # a jaw stopped at or above this angle has something between the jaws; one that closed past it
-# closed on nothing
-HELD_MIN_ANGLE = SO101_JAW.angle_for(SMALLEST_OBJECT_MM / 1000)
-# ... and short of this: jaws whose finger stands 50 mm off the fixed jaw are open (a tall
-# object stops the finger's upper end, at its width: the tips stand wider, 68 mm on a 40 mm cup)
-HELD_MAX_ANGLE = SO101_JAW.clear_angle(0.050)
+# closed on nothing; and at or above the next one the jaws are open
+HELD_MIN_ANGLE = SO101_JAW.angle_for(HELD_MIN_OPENING)
+HELD_MAX_ANGLE = SO101_JAW.clear_angle(HELD_MAX_CLEARANCE)
 
 # the monitor questions (seed 003, "Monitor questions"), answered by any vision backend, in the
 # seed's wording.  The rules are measured on the labelled ticks of the product's own picks

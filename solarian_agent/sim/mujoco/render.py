@@ -23,6 +23,7 @@ costs a few milliseconds on Mesa's software rasteriser.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -36,16 +37,18 @@ import numpy as np
 from solarian_agent.arm.kinematics import TIP_FRAME, ArmModel
 
 from ..camera import OVERHEAD, WRIST, CameraRig, CameraSpec, RenderError
-from ..render import _WRIST_VIEW, VisualStyle, _shade, jaw_frame
+from ..render import WRIST_VIEW, VisualStyle, _shade, jaw_frame, paint_jaws
 from . import gl
 from .scene import KEY_AMBIENT, KEY_DIFFUSE, TABLE_MATERIALS
 from .style import SceneStyle
-from .urdf_mjcf import FINGER_VIEW_GROUP
 
 # the MJCF cameras look along -z with y up; the optical frames along +z with y down
 _CAM_QUAT = np.array([0.0, 1.0, 0.0, 0.0])
 _VISIBLE_GROUPS = (0, 1)  # scene geoms and the arm's visual geoms (3: collision, hidden)
-_WRIST_GROUPS = (0, FINGER_VIEW_GROUP)  # the close-up: the scene and the jaws' fingers
+_SCENE_GROUPS = (0,)  # the wrist close-up: the scene (its jaws are painted over it)
+# the camera-borne light (ambient, diffuse): faint for the cameras, brighter for the close-up
+_HEADLIGHT = ((0.0, 0.0, 0.0), (0.1, 0.1, 0.1))
+_CLOSE_UP_HEADLIGHT = ((0.25, 0.25, 0.25), (0.3, 0.3, 0.3))
 FRAME_TIMEOUT_S = 30.0  # a frame not drawn by then is an error, not a hang
 
 
@@ -69,6 +72,15 @@ def _rotvec_quat(r: np.ndarray) -> np.ndarray:
         return np.array([1.0, 0.0, 0.0, 0.0])
     axis = r / angle
     return np.concatenate([[math.cos(angle / 2)], math.sin(angle / 2) * axis])
+
+
+def _offset(t: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """The pose (4x4) of a camera nudge: translation ``t`` (m), rotation vector ``r``."""
+    rot = np.empty(9)
+    mujoco.mju_quat2Mat(rot, _rotvec_quat(np.asarray(r, float)))
+    out = np.eye(4)
+    out[:3, :3], out[:3, 3] = rot.reshape(3, 3), t
+    return out
 
 
 class MujocoRenderer(CameraRig):
@@ -183,13 +195,9 @@ class MujocoRenderer(CameraRig):
                 continue
             # the view (optical frame, world) with the style's offset, in the camera's body
             body = int(model.cam_bodyid[cid])
-            rot = np.empty(9)
-            mujoco.mju_quat2Mat(rot, _rotvec_quat(r))
-            offset = np.eye(4)
-            offset[:3, :3], offset[:3, 3] = rot.reshape(3, 3), t
             b = np.eye(4)
             b[:3, :3], b[:3, 3] = data.xmat[body].reshape(3, 3), data.xpos[body]
-            rel = np.linalg.solve(b, view @ offset)
+            rel = np.linalg.solve(b, view @ _offset(t, r))
             quat = np.empty(4)
             mujoco.mju_mat2Quat(quat, rel[:3, :3].ravel())
             model.cam_pos[cid] = rel[:3, 3]
@@ -203,14 +211,23 @@ class MujocoRenderer(CameraRig):
         spec = self.specs.get(name)
         if spec is None:
             raise RenderError(f"unknown camera {name!r}; cameras are {self.cameras}")
+        jaws: tuple[np.ndarray, float] | None = None
         if name == WRIST.name:
             poses = self.arm.frame_poses(world.q, (TIP_FRAME, "gripper_link"))
-            self._views[name] = jaw_frame(poses, float(world.q[5]))[0] @ _WRIST_VIEW
+            jaws = jaw_frame(poses, float(world.q[5]))
+            self._views[name] = jaws[0] @ WRIST_VIEW
         out: np.ndarray = self._on_gl(self._draw, name, world)
         if name not in self._fixed:  # the model follows the frame it drew
             view = self._views.get(name)
             self._cams[name].set_pose(view if view is not None
                                       else self.arm.frame_pose(world.q, spec.frame))
+        if jaws is not None:
+            # the close-up's jaws, painted as the 2D renderer paints them, seen from where
+            # the frame was drawn (the style may have nudged the camera)
+            t, r = self.style.camera_offset(name)
+            seen = copy.copy(self._cams[name])
+            seen.set_pose(self._views[name] @ _offset(t, r))
+            paint_jaws(seen, out, jaws[0], jaws[1], self.style.visual.finger_bgr)
         self.frames_rendered += 1
         return out
 
@@ -220,9 +237,16 @@ class MujocoRenderer(CameraRig):
         self._prepare(model)
         self._apply_style(model, data)
         self._vcam.fixedcamid = self._cam_ids[name]
-        groups = _WRIST_GROUPS if name in self._views else _VISIBLE_GROUPS
+        close_up = name in self._views
+        groups = _SCENE_GROUPS if close_up else _VISIBLE_GROUPS
         for g in range(len(self._opt.geomgroup)):
             self._opt.geomgroup[g] = 1 if g in groups else 0
+        # the close-up exposes for what is between the jaws, as a wrist camera's auto exposure
+        # does: a held object seen from below (the jaws up, at home) is otherwise in the key
+        # light's shadow, too dark to tell its colour
+        head = model.vis.headlight
+        head.ambient[:], head.diffuse[:] = (_CLOSE_UP_HEADLIGHT if close_up
+                                            else _HEADLIGHT)
         mujoco.mjv_updateScene(model, data, self._opt, None, self._vcam,
                                mujoco.mjtCatBit.mjCAT_ALL, self._scene)
         viewport = mujoco.MjrRect(0, 0, spec.width, spec.height)

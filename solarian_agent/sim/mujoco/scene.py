@@ -8,7 +8,7 @@ have heights too.
 
 * The cup is a cylinder (a closed one: the inside is drawn as a darker disc on top) with its
   mass low, as a real cup's foot.
-* The paper ball is a crumpled ball: an icosphere whose 42 vertices are pulled in at random
+* The paper ball is a crumpled ball: an icosphere whose 42 vertices are moved in or out at random
   (drawn from the seed); MuJoCo collides with its convex hull.
 * The tray is a plate with a rim; the bin a disc with a ring of wall segments.
 * Materials are named (``table_plain``, ``table_wood``, ``table_checker``,
@@ -87,8 +87,8 @@ def fovy_deg(spec: CameraSpec) -> float:
 
 
 def paper_mesh(radius: float, height: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """A crumpled paper ball: (vertices N x 3, faces M x 3) of an icosphere pulled in at
-    random, squashed to ``height`` with a flat base on z = -height / 2 in its own frame (the
+    """A crumpled paper ball: (vertices N x 3, faces M x 3) of an icosphere with its
+    vertices moved in or out at random, squashed to ``height`` with a flat base on z = -height / 2 in its own frame (the
     ball is then a little lower than ``height``)."""
     t = (1.0 + math.sqrt(5.0)) / 2.0
     v = np.array([[-1, t, 0], [1, t, 0], [-1, -t, 0], [1, -t, 0], [0, -1, t], [0, 1, t],
@@ -114,7 +114,9 @@ def paper_mesh(radius: float, height: float, seed: int) -> tuple[np.ndarray, np.
         faces += [(a, ab, ca), (b, bc, ab), (c, ca, bc), (ab, bc, ca)]
     rng = np.random.default_rng([int(seed), 0x9A9E8])
     pts = np.array(verts)
-    pts *= (0.7 + 0.3 * rng.random(len(pts)))[:, None]
+    # irregular by 5 % either way, on average as wide as the layout's ball (40 mm: the narrowest
+    # object a pick holds; a jaw stopped under 35 mm closed on nothing)
+    pts *= (0.95 + 0.1 * rng.random(len(pts)))[:, None]
     pts[:, :2] *= radius
     pts[:, 2] *= height / 2.0
     # a little flat where it rests (crumpled paper sags onto the table): a base to stand on,
@@ -191,7 +193,7 @@ def build_scene(arm: ArmMjcf, layout: Layout, world_cfg: WorldConfig = WorldConf
     assets: dict[str, bytes] = {}
     asset = _sub(root, "asset")
     _sub(asset, "texture", name="sky", type="skybox", builtin="gradient",
-         rgb1="0.48 0.47 0.45", rgb2="0.42 0.41 0.40", width=32, height=32)
+         rgb1="0.45 0.47 0.50", rgb2="0.40 0.42 0.45", width=32, height=32)
     for name, img in table_textures().items():
         assets[f"table_{name}.png"] = _png(img)
         _sub(asset, "texture", name=f"table_{name}", type="2d", file=f"table_{name}.png")

@@ -34,10 +34,6 @@ from solarian_agent.core.errors import ConfigError
 # both tests (2 & 1 == 0), arm-scene and scene-scene pairs pass
 ARM_CONTYPE, ARM_CONAFFINITY = 2, 1
 VISUAL_GROUP, COLLISION_GROUP = 1, 3
-# the jaws' fingers drawn alone (grey boxes: their collision shapes), for the wrist close-up
-# (the renderer draws it from a viewpoint inside the gripper's body, as the 2D renderer does)
-FINGER_VIEW_GROUP = 4
-FINGER_MIN_REACH = 0.04  # m: a jaw link's collision box this far from its origin is a finger
 
 
 @dataclass(frozen=True)
@@ -420,10 +416,6 @@ def arm_mjcf(robot: UrdfRobot, physics: ArmPhysics = ArmPhysics(),
                 g.set("solref", "0.004 1")
                 g.set("solimp", "0.99 0.999 0.0005")
             body.append(g)
-            if link in fingers and math.hypot(*shape.xyz) > FINGER_MIN_REACH:
-                view = _geom(shape, f"{link}_finger{i}", True, (0.45, 0.45, 0.45, 1.0), None)
-                view.set("group", str(FINGER_VIEW_GROUP))
-                body.append(view)
         ET.SubElement(body, "site", name=link, pos="0 0 0", size="0.002", group="5")
         if link in cams:
             cam, fovy = cams[link]

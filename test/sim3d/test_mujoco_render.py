@@ -9,14 +9,14 @@ import math
 import numpy as np
 import pytest
 
-from solarian_agent.arm.kinematics import ArmModel
-from solarian_agent.perception import scene
+from solarian_agent.arm.kinematics import TIP_FRAME, ArmModel
+from solarian_agent.perception import cv_monitor, scene
 from solarian_agent.sim.backend import point_heights
 from solarian_agent.sim.camera import RenderError
 from solarian_agent.sim.mujoco.render import MujocoRenderer
 from solarian_agent.sim.mujoco.style import SceneStyle
 from solarian_agent.sim.mujoco.world import MujocoWorld
-from solarian_agent.sim.render import Renderer
+from solarian_agent.sim.render import WRIST_VIEW, Renderer, jaw_frame
 
 
 def _edge_samples(world: MujocoWorld, cam: object, inset_px: float = 4.0
@@ -45,9 +45,13 @@ def test_frames_have_the_published_sizes_and_show_something(
     for cam, (w, h) in {"overhead": (640, 480), "wrist": (480, 360)}.items():
         img = renderer.render(cam, world)
         assert img.shape == (h, w, 3) and img.dtype == np.uint8 and img.flags.writeable
-        assert img.std() > 10
         info = renderer.camera_info(cam)
         assert (info.width, info.height) == (w, h)
+        if cam == "overhead":
+            assert img.std() > 10
+        else:  # at home the close-up looks up past the jaws: both jaws, apart, nothing else
+            view = cv_monitor.measure(img)
+            assert view.fingers == 2 and view.gap > 0 and view.object_area == 0, view
     with pytest.raises(RenderError, match="unknown camera"):
         renderer.render("side", world)
 
@@ -82,8 +86,10 @@ def test_the_wrist_camera_follows_the_arm(arm: ArmModel, renderer: MujocoRendere
         world.step(0.02)
     moved = renderer.render("wrist", world)
     assert np.abs(home.astype(int) - moved.astype(int)).mean() > 10
+    # the close-up's pose, as the 2D renderer's: behind the jaws' gap, following the jaw
+    poses = arm.frame_poses(world.q, (TIP_FRAME, "gripper_link"))
     assert np.allclose(renderer.camera("wrist").pose,
-                       arm.frame_pose(world.q, "wrist_camera_optical"))
+                       jaw_frame(poses, float(world.q[5]))[0] @ WRIST_VIEW)
 
 
 @pytest.mark.parametrize("seed", [3, 8])

@@ -88,8 +88,8 @@ def fovy_deg(spec: CameraSpec) -> float:
 
 def paper_mesh(radius: float, height: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """A crumpled paper ball: (vertices N x 3, faces M x 3) of an icosphere with its
-    vertices moved in or out at random, squashed to ``height`` with a flat base on z = -height / 2 in its own frame (the
-    ball is then a little lower than ``height``)."""
+    vertices moved in or out at random, squashed to ``height`` with a flat base on
+    z = -height / 2 in its own frame (the ball is then a little lower than ``height``)."""
     t = (1.0 + math.sqrt(5.0)) / 2.0
     v = np.array([[-1, t, 0], [1, t, 0], [-1, -t, 0], [1, -t, 0], [0, -1, t], [0, 1, t],
                   [0, -1, -t], [0, 1, -t], [t, 0, -1], [t, 0, 1], [-t, 0, -1], [-t, 0, 1]],

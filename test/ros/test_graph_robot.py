@@ -190,11 +190,12 @@ def test_touch_calibration_over_ros(robot, tmp_path):
         pub = p.publisher("solarian_agent/msg/JointCommand", "joint_commands")
         cmd_cls = ros_type("solarian_agent/msg/JointCommand")
         js_log = p.listen("sensor_msgs/msg/JointState", "joint_states")
-        # table marks: the jogged tip hovers 6 mm up (the workspace floor is at 5 mm); in an
-        # order whose joint-space moves keep the SO-101's tip above the floor (from the middle
-        # low mark straight to the far raised one it dips to 1 mm, and the arm holds there)
-        marks = [(0.16, -0.12, 0.006), (0.16, 0.12, 0.08), (0.24, 0.0, 0.006),
-                 (0.21, -0.03, 0.08), (0.28, -0.10, 0.08), (0.28, 0.10, 0.006)]
+        # table marks: the jogged tool point hovers 12 mm up, the jaw tips below it 6 mm up
+        # (the workspace guard keeps the tips above its 5 mm floor); in an order whose
+        # joint-space moves keep the SO-101's jaws above the floor (from the middle low mark
+        # straight to the far raised one they dip under it, and the arm holds there)
+        marks = [(0.16, -0.12, 0.012), (0.16, 0.12, 0.08), (0.24, 0.0, 0.012),
+                 (0.21, -0.03, 0.08), (0.28, -0.10, 0.08), (0.28, 0.10, 0.012)]
         q = np.zeros(5)
         tips = []
         for xyz in marks:

@@ -27,6 +27,11 @@ CLOSING_FRAME = "gripper_link"
 GRASP_CLEARANCE = 0.004  # m between the fixed jaw's face and the object before closing
 OPEN_MARGIN = 0.012  # the moving jaw's finger stands this much wider than the object (m)
 DESCENT_STEP = 0.02  # m between the waypoints of a descent
+# the tool point's height above the table when the jaws close on a standing object (m): the
+# jaw tips 19 mm up and the moving jaw's finger up to 68 mm, so an object 2 to 6.5 cm tall is
+# gripped on the finger's inner face.  Lower, a 6 cm cup's rim meets the moving jaw's body
+# above the finger, which presses it down instead of gripping it, and it slips out on the lift
+GRASP_Z = 0.025
 WIDEST_OBJECT = 0.045  # m: a pick opens for this when it is not told the object's width
 # the jaws' reading of a grasp, as the opening at the tool point (m): stopped under the
 # narrowest graspable object (40 mm) they closed on nothing; with the moving jaw's finger 50 mm

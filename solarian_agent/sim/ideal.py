@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from solarian_agent.arm.grasp import closing_dir, descent, grasp_joints, open_angle
+from solarian_agent.arm.grasp import GRASP_Z, closing_dir, descent, grasp_joints, open_angle
 from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.kinematics import UnreachableError
 
@@ -28,7 +28,7 @@ from .world import APPROACH_PITCHES, GOALS, World
 class IdealConfig:
     dt: float = 0.02  # s per world step
     hover_z: float = 0.09  # tip height for moving around (m)
-    grasp_z: float = 0.015  # tool point height when closing on an object
+    grasp_z: float = GRASP_Z  # tool point height when closing on an object
     release_z: float = 0.09  # tool point height above a receptacle when opening
     close_angle: float = SO101_JAW.lower  # the jaw command that squeezes (rad)
     move_timeout_s: float = 8.0  # a single motion that takes longer is a failure

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from solarian_agent.arm.grasp import (
+    GRASP_Z,
     HELD_MIN_OPENING,
     WIDEST_OBJECT,
     descent,
@@ -57,7 +58,7 @@ STRATEGY_NAMES: tuple[str, ...] = ("open_loop", "step_verified", "predictive")
 class ToolsConfig:
     dt: float = 0.02  # s per world step
     hover_z: float = 0.09  # approach height above an object (m)
-    grasp_z: float = 0.015  # tip height when closing
+    grasp_z: float = GRASP_Z  # tool point height when closing
     lift_z: float = 0.12  # tip height after a pick
     carry_z: float = 0.13  # tip height over a receptacle when opening
     # m between the jaws (at the tool point) when open: the moving jaw's whole finger clears

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from solarian_agent.arm.grasp import CLOSING_FRAME
+from solarian_agent.arm.grasp import CLOSING_FRAME, GRASP_Z
 from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.kinematics import JOINT_NAMES, TIP_FRAME, ArmModel, UnreachableError
 from solarian_agent.core.errors import ConfigError, CoreError
@@ -87,7 +87,7 @@ class WorldConfig:
     grasp_height: float = 0.035  # the tip must be at or below this to grasp (m)
     lift_height: float = 0.06  # a grasped object slips (fault) when lifted past this
     jaw_half_width: float = 0.01  # the jaws' half extent across the closing axis (m)
-    grasp_z: float = 0.015  # where a controller should put the tip to grasp
+    grasp_z: float = GRASP_Z  # where a controller should put the tool point to grasp
     speed_scale: float = 1.0
     home: tuple[float, ...] = HOME
     placement_attempts: int = 4000

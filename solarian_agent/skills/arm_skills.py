@@ -18,6 +18,7 @@ import numpy as np
 import yaml
 
 from ..arm.grasp import (
+    GRASP_Z,
     HELD_MAX_CLEARANCE,
     HELD_MIN_OPENING,
     WIDEST_OBJECT,
@@ -283,7 +284,7 @@ class PickSkill(MotionSkill):
         q = arm.q()
         x, y = self.target_xy()
         # tool point heights above the table (the jaw tips are 6 mm below it)
-        grasp_z = float(self.params.get("grasp_z", 0.015))
+        grasp_z = float(self.params.get("grasp_z", GRASP_Z))
         width = float(self.params.get("object_width", OBJECT_WIDTH))
         above = arm.grasp_ik((x, y, 0.09), width, q)
         # straight down at the grasp's pitch: one joint-space move from above would swing the

@@ -174,9 +174,11 @@ class MujocoRenderer(CameraRig):
         mat("tray_rim", _shade(vis.tray_bgr, 0.85))
         mat("bin", vis.bin_bgr)
         mat("bin_rim", _shade(vis.bin_bgr, 1.6))
-        mat("arm_white", vis.arm_bgr)
-        mat("arm_dark", vis.base_bgr)
-        mat("arm_grey", vis.finger_bgr)
+        # the arm's printed parts in the style's arm colour, as the 2D renderer draws the arm
+        # (the URDF's yellow print is the paper ball's colour to the overhead's segmentation:
+        # a parked arm would read as the paper), its servos in the base's
+        mat("arm_printed", vis.arm_bgr)
+        mat("arm_servo", vis.base_bgr)
         table = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, "table")
         tex = f"table_{vis.table_texture}" if vis.table_texture != "none" else "table_plain"
         model.geom_matid[table] = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_MATERIAL, tex)

@@ -10,6 +10,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from solarian_agent.arm.grasp import grasp_joints
 from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.kinematics import ArmModel
 from solarian_agent.sim.mujoco.render import MujocoRenderer
@@ -18,26 +19,14 @@ from solarian_agent.sim.mujoco.world import MujocoWorld
 DOWN = math.pi / 2  # approach straight down
 
 
-def pose_beside(arm: ArmModel, centre: np.ndarray, radius: float, z: float,
-                jaw: float) -> np.ndarray:
-    """The fixed jaw's face (the tool point) 5 mm outside the cup, the cup on the moving jaw's
-    side (gripper_link +x is the closing direction), approaching straight down."""
-    q = np.array([0.0, 0.0, 0.0, 0.0, 0.0, jaw])
-    for _ in range(3):  # the closing direction depends on the pose: settle it
-        closing = arm.frame_pose(q, "gripper_link")[:3, 0]
-        target = centre - (radius + 0.005) * closing
-        target[2] = z
-        q = arm.ik(target, DOWN, q)
-        q[5] = jaw
-    return q
-
-
 def main(out: str = "docs/mujoco_frame.png") -> int:
     arm = ArmModel.default()
     world = MujocoWorld(arm, seed=7)
     cup = world.objects["red_cup"]
-    q = pose_beside(arm, np.array([cup.x, cup.y, 0.0]), cup.radius, cup.height / 2,
-                    SO101_JAW.angle_for(2 * cup.radius + 0.03))
+    # the product's own grasp: the fixed jaw's face 4 mm off the cup, the jaws straddling it
+    q5, _ = grasp_joints(arm, (cup.x, cup.y, cup.height / 2), 2 * cup.radius, (DOWN,),
+                         np.zeros(5))
+    q = np.array([*q5, SO101_JAW.angle_for(2 * cup.radius + 0.03)])
     world._set_joints(q)
     world.setpoint[:] = q
     world.target[:] = q

@@ -23,6 +23,7 @@ from solarian_agent.hw.feetech.setup_tools import (
     setup_motor,
 )
 from solarian_agent.hw.feetech.simbus import SimulatedBus
+from solarian_agent.testing.lerobot_files import so101_follower
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -193,20 +194,7 @@ def test_a_servo_at_another_speed_is_deaf_until_found(tmp_path):
 
 # ------------------------------------------------------------------------------ LeRobot
 # a follower as LeRobot's calibrate leaves it (values of a real SO-101's file)
-LEROBOT = {
-    "shoulder_pan": {"id": 1, "drive_mode": 0, "homing_offset": -1365, "range_min": 746,
-                     "range_max": 3477},
-    "shoulder_lift": {"id": 2, "drive_mode": 0, "homing_offset": -1200, "range_min": 822,
-                      "range_max": 3211},
-    "elbow_flex": {"id": 3, "drive_mode": 0, "homing_offset": -986, "range_min": 901,
-                   "range_max": 3110},
-    "wrist_flex": {"id": 4, "drive_mode": 0, "homing_offset": -1696, "range_min": 1400,
-                   "range_max": 3216},
-    "wrist_roll": {"id": 5, "drive_mode": 0, "homing_offset": 1003, "range_min": 0,
-                   "range_max": 4095},
-    "gripper": {"id": 6, "drive_mode": 0, "homing_offset": 1437, "range_min": 2024,
-                "range_max": 3452},
-}
+LEROBOT = so101_follower()
 
 
 def _lerobot_home(tmp_path: Path, monkeypatch, doc=LEROBOT) -> Path:

@@ -16,24 +16,12 @@ from solarian_agent.core.errors import ConfigError
 from solarian_agent.hw.feetech import default_so101
 from solarian_agent.hw.feetech.calibration import ArmCalibration
 from solarian_agent.hw.feetech.lerobot import read_lerobot, to_arm_calibration
+from solarian_agent.testing.lerobot_files import so101_follower
 
 ROOT = Path(__file__).resolve().parents[2]
 
 # a follower file as LeRobot's calibrate writes it; one joint with drive_mode 1
-FOLLOWER = {
-    "shoulder_pan": {"id": 1, "drive_mode": 0, "homing_offset": -1365, "range_min": 746,
-                     "range_max": 3477},
-    "shoulder_lift": {"id": 2, "drive_mode": 0, "homing_offset": -1200, "range_min": 822,
-                      "range_max": 3211},
-    "elbow_flex": {"id": 3, "drive_mode": 0, "homing_offset": -986, "range_min": 901,
-                   "range_max": 3110},
-    "wrist_flex": {"id": 4, "drive_mode": 1, "homing_offset": -1696, "range_min": 1400,
-                   "range_max": 3216},
-    "wrist_roll": {"id": 5, "drive_mode": 0, "homing_offset": 1003, "range_min": 0,
-                   "range_max": 4095},
-    "gripper": {"id": 6, "drive_mode": 0, "homing_offset": 1437, "range_min": 2024,
-                "range_max": 3452},
-}
+FOLLOWER = so101_follower(wrist_flex=1)
 
 
 def lerobot_degrees(raw: float, motor: dict[str, int]) -> float:

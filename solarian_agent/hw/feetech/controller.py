@@ -36,12 +36,10 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from solarian_agent.arm.safety import (
-    ArmLimits,
     CommandWatchdog,
     EStopLatch,
     EStopLatchedError,
@@ -52,127 +50,22 @@ from solarian_agent.arm.safety import (
     validate_target,
 )
 from solarian_agent.core.clock import Clock
-from solarian_agent.core.errors import ConfigError
-from solarian_agent.core.messages import JointState
 from solarian_agent.hw.errors import HardwareError
 from solarian_agent.hw.feetech.arm import ArmState
 from solarian_agent.hw.feetech.calibration import GRIPPER
-from solarian_agent.hw.feetech.health import HealthMonitor, HealthReport, ServoHealth
+from solarian_agent.hw.feetech.controller_config import (
+    ArmControllerConfig,
+    ArmPort,
+)
+from solarian_agent.hw.feetech.health import HealthMonitor, HealthReport
+from solarian_agent.hw.feetech.readings import (
+    ArmDiagnostics,
+    ArmReading,
+    ServoDiagnostic,
+    worst_level,
+)
 
-ESTOP_ACTIONS = ("hold", "torque_off")
 EventCallback = Callable[[str, dict[str, Any]], None]
-
-
-class ArmPort(Protocol):
-    """What the controller needs from an arm (``FeetechArm``; the simulator's arm)."""
-
-    @property
-    def limits(self) -> ArmLimits: ...
-
-    @property
-    def joint_names(self) -> tuple[str, ...]: ...
-
-    @property
-    def torque_enabled(self) -> bool: ...
-
-    def read_state(self) -> ArmState: ...
-
-    def write_goal(self, positions: Mapping[str, float]) -> Mapping[str, int]: ...
-
-    def set_torque(self, enabled: bool, joints: Sequence[str] | None = None) -> None: ...
-
-
-@dataclass
-class ArmControllerConfig:
-    rate_hz: float = 50.0
-    command_timeout_s: float = 0.5
-    estop_action: str = "hold"
-    max_consecutive_faults: int = 3
-    lead_time_s: float = 0.2
-    trip_on_servo_flags: bool = True
-    warn_temperature_c: float = 55.0
-    max_temperature_c: float = 70.0
-    warn_voltage_low_v: float = 6.0
-    warn_voltage_high_v: float = 13.0
-    warn_load: float = 0.8
-    enable_torque_on_start: bool = True
-
-    def __post_init__(self) -> None:
-        if not (math.isfinite(self.rate_hz) and 0 < self.rate_hz <= 1000):
-            raise ConfigError("controller.rate_hz", f"must be in (0, 1000], got {self.rate_hz}")
-        if not (math.isfinite(self.command_timeout_s) and self.command_timeout_s > 0):
-            raise ConfigError("controller.command_timeout_s",
-                              f"must be > 0, got {self.command_timeout_s}")
-        if self.estop_action not in ESTOP_ACTIONS:
-            raise ConfigError("controller.estop_action",
-                              f"must be one of {ESTOP_ACTIONS}, got {self.estop_action!r}")
-        if self.max_consecutive_faults < 1:
-            raise ConfigError("controller.max_consecutive_faults",
-                              f"must be >= 1, got {self.max_consecutive_faults}")
-        if not (math.isfinite(self.lead_time_s) and self.lead_time_s > 0):
-            raise ConfigError("controller.lead_time_s", f"must be > 0, got {self.lead_time_s}")
-
-    @property
-    def period_s(self) -> float:
-        return 1.0 / self.rate_hz
-
-
-@dataclass(frozen=True)
-class ServoDiagnostic:
-    joint: str
-    servo_id: int
-    level: str  # ok | warn | error
-    message: str
-    voltage_v: float
-    temperature_c: float
-    load: float
-    moving: bool
-
-
-@dataclass(frozen=True)
-class ArmDiagnostics:
-    level: str  # ok | warn | error
-    message: str
-    servos: tuple[ServoDiagnostic, ...] = ()
-    estop: bool = False
-    estop_reason: str = ""
-    watchdog_expired: bool = True
-    consecutive_faults: int = 0
-    bus: dict[str, Any] = field(default_factory=dict)
-    health: tuple[ServoHealth, ...] = ()  # each servo's values beside its limits
-    speed_factor: float = 1.0  # < 1: derating, see health.py
-
-
-@dataclass(frozen=True)
-class ArmReading:
-    """The outcome of one ``step()``."""
-
-    stamp: float
-    state: ArmState | None  # None when the arm could not be read this step
-    mode: str  # tracking | holding | estop | fault | torque_off
-    goal: dict[str, float]  # what was written this step ({}: nothing)
-    target: dict[str, float] | None
-    faults: tuple[str, ...]
-    diagnostics: ArmDiagnostics
-
-    @property
-    def joint_state(self) -> JointState | None:
-        return None if self.state is None else self.state.joint_state()
-
-    @property
-    def gripper_mm(self) -> float | None:
-        return None if self.state is None else self.state.gripper_mm
-
-    @property
-    def estop(self) -> bool:
-        return self.diagnostics.estop
-
-
-_LEVELS = {"ok": 0, "warn": 1, "error": 2}
-
-
-def _worst(levels: Sequence[str]) -> str:
-    return max(levels, key=lambda x: _LEVELS[x], default="ok")
 
 
 class ArmController:
@@ -569,13 +462,13 @@ class ArmController:
                     level = "error"
                     msgs.append(f"{s.temperature_c:.0f} °C")
                 elif s.temperature_c >= cfg.warn_temperature_c:
-                    level = _worst([level, "warn"])
+                    level = worst_level([level, "warn"])
                     msgs.append(f"hot: {s.temperature_c:.0f} °C")
                 if s.voltage_v < cfg.warn_voltage_low_v or s.voltage_v > cfg.warn_voltage_high_v:
-                    level = _worst([level, "warn"])
+                    level = worst_level([level, "warn"])
                     msgs.append(f"supply {s.voltage_v:.1f} V")
                 if abs(s.load) >= cfg.warn_load:
-                    level = _worst([level, "warn"])
+                    level = worst_level([level, "warn"])
                     msgs.append(f"load {abs(s.load) * 100:.0f}%")
                 servos.append(ServoDiagnostic(name, s.servo_id, level, "; ".join(msgs) or "ok",
                                               s.voltage_v, s.temperature_c, s.load, s.moving))
@@ -588,7 +481,7 @@ class ArmController:
         derate = "" if self._health is None or state is None else self._health.reason
         if derate:
             levels.append("warn")
-        level = _worst(levels)
+        level = worst_level(levels)
         parts = []
         if estop:
             parts.append(f"e-stop latched: {reason}")

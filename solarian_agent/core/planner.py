@@ -183,6 +183,9 @@ class Planner:
                       callback=self._on_operator, qos=QoS(depth=100), node=node)
         self.generation_sub = bus.subscribe(names.EXECUTOR_GENERATION, names.T_GENERATION,
                                             qos=LATCHED, node=node)
+        # the arm's health (a real arm's node publishes it): a slowed arm is said in each wake
+        self.arm_diagnostics = bus.subscribe(names.DIAGNOSTICS, names.T_DIAGNOSTICS,
+                                             qos=QoS(depth=1), node=node)
         bus.create_service(names.AGENT_MESSAGE, names.T_AGENT_COMMAND,
                            lambda req: self.message(str(req.get("text", ""))), node=node)
         bus.create_service(names.AGENT_CANCEL, names.T_AGENT_COMMAND,

@@ -23,6 +23,7 @@ from ..models.base import (
     TextPart,
     ToolCall,
 )
+from .arm_status import derating_line
 from .attention import AttentionEpisode
 from .episode_log import EpisodeLog
 from .errors import ToolCallRejected
@@ -121,6 +122,9 @@ class TurnCycle:
         readings = self.readings()
         if readings:
             lines.append("Readings: " + json.dumps(readings))
+        slowed = derating_line(self.p.arm_diagnostics.latest())
+        if slowed:
+            lines.append(slowed)
         # a fresh attention episode per wake (seed 001): autonomous unless a user asked
         self.p.attention = AttentionEpisode(autonomous="message" not in self.p.wake_reasons)
         self.prepared_wake = self.p.views.capture_for_turn()

@@ -53,6 +53,8 @@ EXTERNAL_INPUTS: dict[str, str] = {
 # publisher is complete (the skills node without a planner, as replay.launch.py starts it).
 OPTIONAL_INPUTS: dict[str, str] = {
     names.AGENT_HEARTBEAT: "the planner, when one runs (its watchdog arms on the first beat)",
+    names.DIAGNOSTICS: "the arm node on a real arm (the planner says a slowed arm; the "
+                       "simulators publish none)",
 }
 
 DEFAULT_SIM_CAMERAS = ("overhead", "wrist")
@@ -259,6 +261,7 @@ def planner_node(cameras: Sequence[str], tools: Sequence[str]) -> NodeSpec:
         _sub(names.MONITOR_VERDICTS, names.T_MONITOR_VERDICT, VERDICTS_QOS),
         _sub(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, OPERATOR_QOS),
         _sub(names.EXECUTOR_GENERATION, names.T_GENERATION, LATCHED),
+        _sub(names.DIAGNOSTICS, names.T_DIAGNOSTICS, LATEST),
         _srv(names.AGENT_MESSAGE, names.T_AGENT_COMMAND),
         _srv(names.AGENT_CANCEL, names.T_AGENT_COMMAND),
         _srv(names.AGENT_RESET, names.T_AGENT_COMMAND),

@@ -12,9 +12,10 @@ planner's strategies (:mod:`solarian_agent.models.rules_planner`), measured by
 * ``observe_scene()`` — render the overhead camera, find the objects and receptacles by colour
   (:func:`solarian_agent.perception.scene.detect`) and unproject their pixels onto the table;
   the wrist camera says what sits between the jaws.
-* ``pick(obj)`` — approach above the object at z 0.09 m with the gripper open, descend to
-  0.015 m, close, lift to 0.12 m (the :class:`~solarian_agent.skills.arm_skills.PickSkill`
-  motion), every waypoint an IK solution stepped through the world.  Optionally given the
+* ``pick(obj)`` — approach above the object at z 0.09 m with the jaws open, straight down to
+  the grasp height (:data:`~solarian_agent.arm.grasp.GRASP_Z`), close, lift to 0.12 m (the
+  :class:`~solarian_agent.skills.arm_skills.PickSkill` motion), every waypoint an IK solution
+  stepped through the world.  Optionally given the
   opening (m between the jaws) the caller expects the jaws to stop at, it watches them and cuts the
   motion short when they close past it.
 * ``place(obj, receptacle)`` — carry to z 0.13 m over the receptacle and open.

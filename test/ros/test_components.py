@@ -232,3 +232,39 @@ def test_the_pick_launch_argument_binds_pick_object_to_the_learned_policy():
     assert ex.all_specs["pick_object"].ends_by_itself is False
     core = C.build_skills_core(FakeClock(), cfg)
     assert core.parts["executor"].tools["pick_object"].skill is PickSkill
+
+
+def test_a_servo_trip_reaches_the_planner_and_its_episode_log_naming_the_servo(tmp_path):
+    """End to end without ROS: the arm node's core on the simulated servo bus trips on an
+    overheating servo; its operator event, carried to the planner's bus as the ROS graph
+    carries it, pauses the run and lands in the episode log with the servo and the cause."""
+    from solarian_agent.core.episode_log import read_events
+    from solarian_agent.core.messages import OperatorEvent
+    from solarian_agent.models.scripted import reply
+    from solarian_agent.testing.harness import make_harness
+
+    h = make_harness([reply("", ("wait", {"seconds": 30}))], log_root=tmp_path)
+    core = C.build_arm_core(SystemClock(), simulated_bus=True)
+    arm = core.parts["arm"]
+    to_planner = h.bus.publisher(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT)
+    core.bus.subscribe(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT,
+                       callback=lambda ev: to_planner.publish(
+                           OperatorEvent(ev.kind, dict(ev.detail))))
+    try:
+        arm.configure()
+        arm.activate()
+        h.say("wait a while")
+        h.runtime.run_for(1.0)
+        assert h.planner.status == "running"
+        arm._sim.servos[3].temperature_c = 85.0  # past its own 70 °C cut-out
+        for _ in range(3):
+            arm.step()
+        h.runtime.run_for(0.5)
+        assert h.planner.status == "paused"
+    finally:
+        arm.cleanup()
+    events = read_events(next(tmp_path.rglob("events.jsonl")))
+    trip = next(e for e in events if e["kind"] == "operator_takeover")
+    assert trip["action"] == "estop"
+    assert trip["detail"]["reason"].startswith("servo 3 (elbow_flex) reports overheat")
+    assert any(e["kind"] == "run_paused" and "elbow_flex" in e["reason"] for e in events)

@@ -162,7 +162,7 @@ def test_a_goal_beyond_the_eeprom_limit_stops_at_the_limit(sim: SimulatedBus, ar
 
 
 def test_a_write_under_lock_changes_nothing(sim: SimulatedBus, bus: FeetechBus):
-    bus.write_register(4, STS3215.LOCK, 1)
+    assert bus.read_register(4, STS3215.LOCK) == 1  # a fresh servo starts locked
     bus.write_register(4, STS3215.MIN_POSITION_LIMIT, 1000)  # acknowledged ...
     bus.write_register(4, STS3215.ID, 9)
     assert bus.read_register(4, STS3215.MIN_POSITION_LIMIT) == 0  # ... and not taken
@@ -184,6 +184,7 @@ def _min_answer_s(bus: FeetechBus, n: int = 15) -> float:
 
 
 def test_the_return_delay_is_waited_before_every_answer(sim: SimulatedBus, bus: FeetechBus):
+    bus.write_register(2, STS3215.LOCK, 0)  # the simulated servo starts locked: unlock
     bus.write_register(2, STS3215.RETURN_DELAY, 250)  # 500 µs, as from the factory
     assert _min_answer_s(bus) >= 500e-6
     bus.write_register(2, STS3215.RETURN_DELAY, 254)

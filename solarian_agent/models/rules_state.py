@@ -14,8 +14,7 @@ holds (the conversation so far).  :class:`RequestState` reads that once per call
 * what the gripper holds: the arm's state (the last action that changed the grip and its
   outcome, a ``verify_state`` that said so) and the jaws' opening count, not only the wrist image:
   open jaws or jaws closed on nothing hold nothing, whatever the wrist camera sees beyond them
-  (the pick skill's own test: :data:`~solarian_agent.arm.grasp.HELD_MIN_OPENING`,
-  :func:`~solarian_agent.arm.grasp.held_max_opening`).
+  (the pick skill's own figures, :data:`OPEN_JAWS_MM` and :data:`CLOSED_JAWS_MM`).
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..arm.grasp import HELD_MIN_OPENING, held_max_opening, pick_opening
 from ..core.text import OPERATOR, TASK_PREFIX, find_quotes
 from ..perception import images as im
 from ..perception import scene
@@ -34,11 +32,12 @@ from .base import ImagePart, Message, ModelRequest
 
 # jaws at least this far apart (mm, the opening between the jaws at the tool point) hold
 # nothing: the gripper is open; closer than the other they closed on nothing, past the
-# narrowest object (the pick skill's test)
-OPEN_JAWS_MM = round(held_max_opening() * 1000, 1)
-CLOSED_JAWS_MM = round(HELD_MIN_OPENING * 1000, 1)
-# the opening (mm) that lets go of a held object: a pick's own
-RELEASE_MM = int(pick_opening() * 1000)
+# narrowest object.  The pick skill's own figures (arm.grasp: HELD_MIN_OPENING,
+# held_max_opening(); pick_opening() lets go), written out so that the planner reads only what
+# a request holds and imports nothing of the arm; a test holds them equal
+OPEN_JAWS_MM = 87.3
+CLOSED_JAWS_MM = 35.0
+RELEASE_MM = 98  # the opening that lets go of a held object: a pick's own
 # home (the folded rest pose, jaws up) puts the tool point near (83, 0, 299) mm
 HOME_TIP_MM = (83.3, 0.0, 298.9)
 HOME_TOL_MM = 15.0

@@ -33,3 +33,14 @@ def test_rules_planner_answers_a_side_question_without_tools():
     out = RulesPlanner().complete(req, timeout_s=1.0)
     assert out.tool_calls == ()
     assert "2026-12-02T07:00:00Z" in out.text and "a4 pick_object" in out.text
+
+
+def test_the_rules_planner_reads_the_jaw_as_the_pick_skill_does():
+    """The planner's held / open / let-go openings are the skill's own (written out in the
+    planner, which imports nothing of the arm)."""
+    from solarian_agent.arm.grasp import HELD_MIN_OPENING, held_max_opening, pick_opening
+    from solarian_agent.models.rules_state import CLOSED_JAWS_MM, OPEN_JAWS_MM, RELEASE_MM
+
+    assert round(HELD_MIN_OPENING * 1000, 1) == CLOSED_JAWS_MM
+    assert round(held_max_opening() * 1000, 1) == OPEN_JAWS_MM
+    assert int(pick_opening() * 1000) == RELEASE_MM

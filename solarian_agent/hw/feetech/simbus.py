@@ -30,8 +30,9 @@ reached the wire.  The answering thread waits with bounded ``select`` timeouts a
 The servos are as strict as STS3215s: a goal outside Min/Max_Position_Limit (registers 9
 and 11) is clipped to the limit; EEPROM writes (addresses below 40) while Lock (55) is 1 are
 acknowledged and ignored, and a servo starts locked (the stricter case: whatever writes its
-EEPROM must unlock it first, as the vendor's and LeRobot's own tools do); each status packet waits Return_Delay_Time × 2 µs (the factory's
-250: 500 µs) before it is sent; the reported position stays in 0..4095 (multi-turn off).
+EEPROM must unlock it first, as the vendor's and LeRobot's own tools do); each status packet
+waits Return_Delay_Time × 2 µs (the factory's 250: 500 µs) before it is sent; the reported
+position stays in 0..4095 (multi-turn off).
 Load heats a servo toward ``ambient + heat_c_at_full_load × load`` with time constant
 ``thermal_tau_s``; at Max_Temperature_Limit (13) it sets the overheat flag and drops torque,
 and a load above Overload_Torque (36, % of Torque_Limit) for Protection_Time (35, 10 ms

@@ -155,6 +155,7 @@ class MotionSkill(Skill):
     def tick(self) -> None:
         if self.done or self.arrival is None:
             return
+        self.arm().keep_alive()  # the waypoint's target, again: the arm holds without it
         if self.arrival.check(self.arm().fields(), self.ctx.clock.now()):
             self.last_reason = self.arrival.reason
             self.after_waypoint(self.waypoints[self.index], self.arrival.reason)

@@ -23,6 +23,12 @@ from ..core.errors import SkillFailed
 from ..core.messages import Image, JointCommand, JointState
 from ..core.transport import Bus, QoS
 
+# a motion's command is sent again this often while the motion runs: the real arm's controller
+# drops a target whose commands stopped for its watchdog's 0.5 s and holds where the arm is
+# (a commander that died must not leave the arm driving), so a waypoint sent once would stop
+# half way on a real SO-101
+COMMAND_REFRESH_S = 0.1
+
 
 class ArmPort:
     def __init__(self, bus: Bus, clock: Clock, model: ArmModel, node: str = "skills") -> None:
@@ -34,6 +40,7 @@ class ArmPort:
         self._js = bus.subscribe(names.JOINT_STATES, names.T_JOINT_STATE, qos=QoS(depth=1),
                                  node=node)
         self.last_command: dict[str, float] = {}
+        self._sent: JointCommand | None = None  # the newest command, sent again by keep_alive
 
     def state(self) -> JointState:
         js = self._js.latest()
@@ -83,9 +90,20 @@ class ArmPort:
             if not math.isfinite(v):
                 raise SkillFailed(f"refusing a non-finite target for {k}")
         self.last_command.update(t)
-        self._pub.publish(JointCommand(self.clock.now(), tuple(t), tuple(t.values()),
-                                       max_velocity))
+        self._sent = JointCommand(self.clock.now(), tuple(t), tuple(t.values()), max_velocity)
+        self._pub.publish(self._sent)
         return t
+
+    def keep_alive(self) -> None:
+        """Send the newest command again once it is :data:`COMMAND_REFRESH_S` old: a running
+        motion calls this every tick, so its target outlives the arm's command watchdog; a
+        motion that stops calling it (ended, stopped, its node gone) lets the arm hold."""
+        sent = self._sent
+        now = self.clock.now()
+        if sent is None or now - sent.stamp < COMMAND_REFRESH_S:
+            return
+        self._sent = JointCommand(now, sent.name, sent.position, sent.max_velocity)
+        self._pub.publish(self._sent)
 
     def holding(self, min_angle: float) -> bool:
         """The controller's own view: the jaw was told to close past ``min_angle`` (rad) and

@@ -268,3 +268,76 @@ def test_a_servo_trip_reaches_the_planner_and_its_episode_log_naming_the_servo(t
     assert trip["action"] == "estop"
     assert trip["detail"]["reason"].startswith("servo 3 (elbow_flex) reports overheat")
     assert any(e["kind"] == "run_paused" and "elbow_flex" in e["reason"] for e in events)
+
+
+def _arm_at_home(core, bus):
+    """The arm core configured, active, and brought home by a streamed command (as teleop)."""
+    from solarian_agent.arm.kinematics import JOINT_NAMES
+    from solarian_agent.sim.world import HOME
+
+    arm = core.parts["arm"]
+    arm.configure()
+    arm.activate()
+    cmd = bus.publisher(names.JOINT_COMMANDS, names.T_JOINT_COMMAND)
+    for _ in range(150):
+        cmd.publish(JointCommand(0.0, tuple(JOINT_NAMES), tuple(float(v) for v in HOME)))
+        arm.step()
+        time.sleep(0.01)
+    return arm
+
+
+@pytest.mark.parametrize("keep_alive", [True, False])
+def test_a_skill_motion_longer_than_the_watchdog_reaches_its_target_on_the_real_arm_path(
+        keep_alive: bool):
+    """A waypoint is commanded once; the arm's controller drops a target whose commands
+    stopped for 0.5 s.  The skills' arm port sends the running motion's target again, so a
+    1 rad turn (about 1 s at the pan's speed limit) gets there; without it the arm stops
+    short, held by the watchdog, as a real SO-101 would."""
+    from solarian_agent.arm.kinematics import ArmModel
+    from solarian_agent.skills.ports import ArmPort
+
+    clock = SystemClock()
+    core = C.build_arm_core(clock, simulated_bus=True)
+    port = ArmPort(core.bus, clock, ArmModel.default())
+    try:
+        arm = _arm_at_home(core, core.bus)
+        start = port.q()[0]
+        port.command({"shoulder_pan": float(start + 1.0)})
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 3.0:
+            if keep_alive:
+                port.keep_alive()
+            arm.step()
+            time.sleep(0.01)
+        reached = port.q()[0] - start
+    finally:
+        core.parts["arm"].cleanup()
+    if keep_alive:
+        assert reached == pytest.approx(1.0, abs=0.02)
+    else:
+        assert 0.2 < reached < 0.9  # moved for the watchdog's 0.5 s, then held
+
+
+def test_keep_alive_sends_the_newest_command_again_once_it_is_old():
+    from solarian_agent.arm.kinematics import ArmModel
+    from solarian_agent.core.transport import Bus
+    from solarian_agent.skills.ports import COMMAND_REFRESH_S, ArmPort
+
+    clock, bus = FakeClock(), Bus()
+    sent = bus.subscribe(names.JOINT_COMMANDS, names.T_JOINT_COMMAND, qos=C.graph.RELIABLE)
+    port = ArmPort(bus, clock, ArmModel.default())
+    port.keep_alive()  # nothing commanded yet: nothing to send
+    assert sent.take() is None
+    port.command({"gripper": -0.1}, max_velocity=0.8)
+    first = sent.take()
+    clock.advance(COMMAND_REFRESH_S / 2)
+    port.keep_alive()
+    assert sent.take() is None  # fresh enough
+    clock.advance(COMMAND_REFRESH_S)
+    port.keep_alive()
+    again = sent.take()
+    assert (again.name, again.position, again.max_velocity) == \
+        (first.name, first.position, first.max_velocity)
+    assert again.stamp == pytest.approx(first.stamp + 1.5 * COMMAND_REFRESH_S)
+    port.keep_alive()
+    assert sent.take() is None  # the resent one is the newest now

@@ -61,7 +61,7 @@ def constant_model(path: Path, n_in: int, rows: np.ndarray) -> None:
 
 
 class FakeArm:
-    """The arm port's surface a policy uses: state, command, hold."""
+    """The arm port's surface a policy uses: state, command, keep_alive, hold."""
 
     def __init__(self, clock: Any, q: tuple[float, ...] = (0.1, -0.2, 0.3, 0.4, 0.5, 0.02),
                  velocity: tuple[float, ...] = ()) -> None:
@@ -70,6 +70,7 @@ class FakeArm:
         self.velocity = velocity
         self.commands: list[tuple[float, dict[str, float]]] = []
         self.holds: list[float] = []
+        self.keep_alives: list[float] = []
 
     def state(self) -> JointState:
         return JointState(self.clock.now(), JOINT_NAMES, self.q, self.velocity)
@@ -84,6 +85,9 @@ class FakeArm:
                 raise SkillFailed(f"refusing a non-finite target for {k}")
         self.commands.append((self.clock.now(), dict(target)))
         return target
+
+    def keep_alive(self) -> None:
+        self.keep_alives.append(self.clock.now())
 
     def hold(self) -> None:
         self.holds.append(self.clock.now())

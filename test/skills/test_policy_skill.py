@@ -86,6 +86,8 @@ def test_known_weights_give_the_expected_targets_through_both_mappings(tmp_path)
         got = np.array([sent[k][j] for j in JOINT_NAMES])
         np.testing.assert_allclose(got, want[k], rtol=1e-5, atol=1e-6)
     assert sent[0] != sent[1]
+    # between its actions the newest target is sent again (the arm's watchdog would hold it)
+    assert arm.keep_alives
 
 
 def test_an_image_input_is_resized_and_normalised_as_configured(tmp_path):

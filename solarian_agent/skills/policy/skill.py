@@ -115,6 +115,8 @@ class PolicySkill(Skill):
         elif d.kind == "hold":
             arm.hold()
             self.feedback("holding: the next chunk is late")
+        else:  # between the policy's actions: its newest target, again, outlives the watchdog
+            arm.keep_alive()
         self.result["policy"] = self.runner.stats()
 
     def on_stop(self, reason: str) -> None:

@@ -50,6 +50,8 @@ from solarian_agent.hw.errors import CalibrationError
 
 VERSION = 1
 BASE_FRAME = "base_link"
+GRIPPER_FRAME = "gripper_link"  # a wrist camera's pose is measured on the gripper (hand-eye)
+PARENT_FRAMES = (BASE_FRAME, GRIPPER_FRAME)
 DISTORTION_MODEL = "plumb_bob"
 ENV_DIR = "SOLARIAN_CALIBRATION_DIR"
 COMMAND = "solarian-agent calibrate-camera"
@@ -151,13 +153,22 @@ class Extrinsics:
     def base_from_camera(self) -> np.ndarray:
         return pose_matrix(quat_to_matrix(self.rotation_xyzw), self.translation_m)
 
+    @property
+    def on_gripper(self) -> bool:
+        """A wrist camera: its pose is on the gripper link, its base pose moves with the arm."""
+        return self.parent_frame == GRIPPER_FRAME
+
     @classmethod
     def from_matrix(cls, base_from_camera: np.ndarray, measurement: Measurement,
-                    child_frame: str = "") -> Extrinsics:
+                    child_frame: str = "", parent_frame: str = BASE_FRAME) -> Extrinsics:
+        """``base_from_camera``: the optical frame in ``parent_frame`` (4x4)."""
+        if parent_frame not in PARENT_FRAMES:
+            raise ValueError(f"parent frame {parent_frame!r} is not one of "
+                             f"{', '.join(PARENT_FRAMES)}")
         m = np.asarray(base_from_camera, float)
         t = tuple(float(v) for v in m[:3, 3])
         return cls((t[0], t[1], t[2]), matrix_to_quat(m[:3, :3]), measurement,
-                   child_frame=child_frame)
+                   parent_frame=parent_frame, child_frame=child_frame)
 
 
 @dataclass(frozen=True)
@@ -302,15 +313,16 @@ class CameraCalibration:
             if not isinstance(e, Mapping):
                 raise ConfigError(ew, "expected a mapping or null")
             parent = e.get("parent_frame", BASE_FRAME)
-            if parent != BASE_FRAME:
-                raise ConfigError(f"{ew}.parent_frame", f"{parent!r}: only {BASE_FRAME} "
-                                                        "(the arm's base) is supported")
+            if parent not in PARENT_FRAMES:
+                raise ConfigError(f"{ew}.parent_frame", f"{parent!r} is not one of "
+                                  f"{', '.join(PARENT_FRAMES)} (the arm's base, or the "
+                                  "gripper a wrist camera is mounted on)")
             t = _numbers(e.get("translation_m"), f"{ew}.translation_m", 3)
             q = _numbers(e.get("rotation_xyzw"), f"{ew}.rotation_xyzw", 4)
             if abs(math.sqrt(sum(v * v for v in q)) - 1.0) > 1e-3:
                 raise ConfigError(f"{ew}.rotation_xyzw", f"{q} is not a unit quaternion")
             ext = Extrinsics((t[0], t[1], t[2]), (q[0], q[1], q[2], q[3]),
-                             _measurement(e, ew, "points"), parent_frame=BASE_FRAME,
+                             _measurement(e, ew, "points"), parent_frame=str(parent),
                              child_frame=str(e.get("child_frame") or f"{camera}_camera_optical"))
         try:
             return cls(camera, int(size[0]), int(size[1]), tuple(k), tuple(d), intr, ext,

@@ -50,16 +50,24 @@ class CalibratedCamera:
     Offers what the skills and the planner's markers use from the simulator's pinhole model
     (``unproject``, ``project``, ``width`` / ``height``), from a calibration file."""
 
-    def __init__(self, cal: CameraCalibration, width: int = 0, height: int = 0) -> None:
+    def __init__(self, cal: CameraCalibration, width: int = 0, height: int = 0,
+                 base_from_gripper: np.ndarray | None = None) -> None:
         if cal.extrinsics is None:
             raise CalibrationError(f"camera {cal.camera!r}: the calibration has no extrinsics "
                                    "(its pose relative to the arm)")
+        # a wrist camera's pose is on the gripper: its place in the base frame is the arm's
+        # pose now, which the caller must give (a stale or missing one would point wrong)
+        if cal.extrinsics.on_gripper and base_from_gripper is None:
+            raise CalibrationError(f"camera {cal.camera!r} is mounted on the gripper: its "
+                                   "model needs the gripper's pose in the base frame")
         self.calibration = cal
         self.width = width or cal.width
         self.height = height or cal.height
         self.K = np.array(cal.scaled_k(self.width, self.height), float).reshape(3, 3)
         self.D = cal.D
         self.pose = cal.extrinsics.base_from_camera
+        if base_from_gripper is not None and cal.extrinsics.on_gripper:
+            self.pose = np.asarray(base_from_gripper, float) @ self.pose
         self.position = self.pose[:3, 3].copy()
         self._r_cw = self.pose[:3, :3].T
         self._t_cw = -self._r_cw @ self.position
@@ -143,6 +151,14 @@ def load_camera_models(cameras: Iterable[str], directory: str | Path | None = No
                 raise MissingCalibrationError(str(path), missing_message(
                     cam, path, req[cam], what="intrinsics but no extrinsics (its pose "
                                               "relative to the arm's base)"))
+            continue
+        if cal.extrinsics.on_gripper:
+            # a wrist camera moves with the arm: the tools that point through a camera
+            # (pixel -> table) read the fixed ones
+            if cam in req:
+                raise MissingCalibrationError(str(path), f"camera {cam!r} is mounted on the "
+                                              f"gripper ({path}); {', '.join(req[cam])} "
+                                              "point through a fixed camera")
             continue
         out[cam] = CalibratedCamera(cal)
     return out

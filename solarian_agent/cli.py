@@ -93,6 +93,8 @@ COMMANDS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
             "teleop"),
     "calibrate-camera": (_lazy("solarian_agent.hw.camera.calibrate_cli", "main"),
                          "calibrate a camera: intrinsics, then its pose relative to the arm"),
+    "bringup": (_lazy("solarian_agent.bringup.cli", "main"),
+                "guided first-day set-up: servos, calibration, cameras, poses, pointing check"),
 }
 
 GLOBAL_FLAGS = ("-v", "-vv", "-vvv", "--verbose")

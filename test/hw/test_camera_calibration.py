@@ -312,7 +312,8 @@ def test_the_file_round_trips_and_documents_itself(tmp_path):
     (lambda d: d.update(D=[0.1, "x", 0, 0, 0]), r"camera_calibration.D: expected finite"),
     (lambda d: d.update(image_size=[640]), r"camera_calibration.image_size"),
     (lambda d: d["extrinsics"].update(rotation_xyzw=[0, 0, 0, 2]), "not a unit quaternion"),
-    (lambda d: d["extrinsics"].update(parent_frame="world"), r"extrinsics.parent_frame: .world. is not one of base_link, gripper_link"),
+    (lambda d: d["extrinsics"].update(parent_frame="world"),
+     r"extrinsics.parent_frame: .world. is not one of base_link, gripper_link"),
     (lambda d: d["intrinsics"].pop("rms_px"), r"camera_calibration.intrinsics: missing"),
     (lambda d: d.update(version=7), "not a supported version"),
 ])

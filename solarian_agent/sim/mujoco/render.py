@@ -92,8 +92,12 @@ class MujocoRenderer(CameraRig):
         style: SceneStyle | VisualStyle = SceneStyle(),
         cameras: Sequence[CameraSpec] = (OVERHEAD, WRIST),
         gl_timeout_s: float = gl.PROBE_TIMEOUT_S,
+        wrist_close_up: bool = True,
     ) -> None:
         super().__init__(arm, cameras)
+        # False: the wrist camera as mounted (the URDF's wrist_camera_optical, the arm drawn):
+        # what a real wrist camera sees, for its hand-eye calibration in bring-up
+        self.wrist_close_up = wrist_close_up
         self.style = style if isinstance(style, SceneStyle) else SceneStyle(visual=style)
         width = max(s.width for s in self.specs.values())
         height = max(s.height for s in self.specs.values())
@@ -214,7 +218,7 @@ class MujocoRenderer(CameraRig):
         if spec is None:
             raise RenderError(f"unknown camera {name!r}; cameras are {self.cameras}")
         jaws: tuple[np.ndarray, float] | None = None
-        if name == WRIST.name:
+        if name == WRIST.name and self.wrist_close_up:
             poses = self.arm.frame_poses(world.q, (TIP_FRAME, "gripper_link"))
             jaws = jaw_frame(poses, float(world.q[5]))
             self._views[name] = jaws[0] @ WRIST_VIEW

@@ -32,6 +32,7 @@ from solarian_agent.core.errors import ConfigError
 
 from ..camera import CAMERA_SPECS, CameraSpec
 from ..world import Receptacle, WorldConfig, WorldObject
+from .prints import TablePrint, add_prints
 from .urdf_mjcf import ArmMjcf, ArmPhysics, fmt, matrix_quat
 
 SCENE_CONTYPE, SCENE_CONAFFINITY = 1, 3
@@ -171,8 +172,10 @@ def _scene_geom(parent: ET.Element, name: str, **attrs: Any) -> ET.Element:
 
 
 def build_scene(arm: ArmMjcf, layout: Layout, world_cfg: WorldConfig = WorldConfig(),
-                cfg: SceneConfig = SceneConfig()) -> tuple[str, dict[str, bytes]]:
-    """The scene's MJCF text and its assets (texture PNGs) for ``layout``."""
+                cfg: SceneConfig = SceneConfig(), prints: tuple[TablePrint, ...] = ()
+                ) -> tuple[str, dict[str, bytes]]:
+    """The scene's MJCF text and its assets (texture PNGs) for ``layout``, with ``prints``
+    (calibration boards, table marks) where their poses say."""
     root = ET.Element("mujoco", model="so101_tabletop")
     _sub(root, "compiler", angle="radian", autolimits="true")
     opt = _sub(root, "option", timestep=f"{cfg.timestep:.9g}", integrator="implicitfast",
@@ -268,6 +271,7 @@ def build_scene(arm: ArmMjcf, layout: Layout, world_cfg: WorldConfig = WorldConf
     _scene_geom(body, "yellow_paper", type="mesh", mesh="paper", material="paper",
                 mass=f"{cfg.paper_mass:.6g}", friction=f"{cfg.object_friction:.6g} 0.01 0.01",
                 condim=6)
+    assets.update(add_prints(asset, wb, prints))
     act = _sub(root, "actuator")
     for a in arm.actuators:
         act.append(a)

@@ -51,6 +51,7 @@ from ..world import (
     merge_command,
     truth_record,
 )
+from .prints import TablePrint
 from .scene import SCENE_CONAFFINITY, SCENE_CONTYPE, Layout, SceneConfig, build_scene, fovy_deg
 from .urdf_mjcf import ARM_CONTYPE, ArmMjcf, arm_mjcf, read_urdf
 
@@ -103,6 +104,7 @@ class MujocoWorld:
         faults: FaultInjector | None = None,
         seed: int = 0,
         physics: MujocoWorldConfig = MujocoWorldConfig(),
+        prints: Sequence[TablePrint] = (),
     ) -> None:
         if arm.urdf_path is None:
             raise WorldError("the MuJoCo world needs an arm model read from a URDF file")
@@ -123,6 +125,7 @@ class MujocoWorld:
         self._layout = World(arm, config, FaultInjector(), seed)
         self.layout_version = 0
         self.seed = int(seed)
+        self._prints = tuple(prints)
         self.reset(seed)
 
     # setup ----------------------------------------------------------------------------------
@@ -136,7 +139,7 @@ class MujocoWorld:
                         {n: replace(o, shape=o.shape.copy())
                          for n, o in self._layout.objects.items()})
         xml, assets = build_scene(copy.deepcopy(self._arm_template), layout, self.config,
-                                  self.physics.scene)
+                                  self.physics.scene, self._prints)
         self.model = mujoco.MjModel.from_xml_string(xml, assets)
         self.data = mujoco.MjData(self.model)
         self._index()
@@ -167,6 +170,39 @@ class MujocoWorld:
         self._read_state()
         self._update_locations()
         self.layout_version += 1
+
+    def clear_table(self) -> None:
+        """Everything off the table (onto the floor, out of the cameras' view), as a person
+        clears it for calibration: the cup, the paper, the tray and the bin."""
+        m, d = self.model, self.data
+        for i, n in enumerate(OBJECT_NAMES):
+            a = self._obj_q[n]
+            d.qpos[a:a + 7] = (1.5 + 0.2 * i, 1.5, self.physics.scene.floor_z + 0.05,
+                               1.0, 0.0, 0.0, 0.0)
+            d.qvel[self._obj_v[n]:self._obj_v[n] + 6] = 0.0
+        for i, n in enumerate(("tray", "bin")):
+            m.body_pos[int(mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, n))] = (
+                -1.5 - 0.4 * i, 1.5, self.physics.scene.floor_z)
+        mujoco.mj_forward(m, d)
+        self._update_locations()
+
+    def set_print_pose(self, name: str, pose: np.ndarray) -> None:
+        """Move print ``name`` (its frame to ``pose``, 4x4 in the world): a board laid
+        elsewhere or held up to a camera.  Kept across resets."""
+        for i, p in enumerate(self._prints):
+            if p.name == name:
+                self._prints = (*self._prints[:i], replace(p, pose=np.array(pose, float)),
+                                *self._prints[i + 1:])
+                break
+        else:
+            raise WorldError(f"no print named {name!r} in the scene")
+        bid = int(mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, f"print_{name}"))
+        mid = int(self.model.body_mocapid[bid])
+        quat = np.empty(4)
+        mujoco.mju_mat2Quat(quat, np.asarray(pose, float)[:3, :3].ravel())
+        self.data.mocap_pos[mid] = np.asarray(pose, float)[:3, 3]
+        self.data.mocap_quat[mid] = quat
+        mujoco.mj_kinematics(self.model, self.data)
 
     def _index(self) -> None:
         m = self.model

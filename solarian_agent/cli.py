@@ -93,6 +93,7 @@ COMMANDS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
             "teleop"),
     "calibrate-camera": (_lazy("solarian_agent.hw.camera.calibrate_cli", "main"),
                          "calibrate a camera: intrinsics, then its pose relative to the arm"),
+    "doctor": (_lazy("solarian_agent.bringup.doctor", "main"), "check the robot, with fixes"),
 }
 
 GLOBAL_FLAGS = ("-v", "-vv", "-vvv", "--verbose")

@@ -260,8 +260,8 @@ def check_settings(bus: FeetechBus, setup: ArmSetup, inv: _Inventory) -> Finding
             if held != w.value:
                 differ.append(f"{joint} {w.register.name} holds {held}, expects {w.value}")
     if not differ:
-        return ok(name, f"{checked} EEPROM values as servo_settings and the calibrated "
-                  "ranges say")
+        return ok(name, f"{checked} EEPROM values match servo_settings and the calibrated "
+                  "ranges")
     shown = "; ".join(differ[:4]) + (f" (+{len(differ) - 4} more)" if len(differ) > 4 else "")
     cal = setup.calibration_file or "the calibration file"
     fix = (f"{arm('teleop', setup.port, '--calibration', cal)}: connecting writes and verifies "
@@ -311,11 +311,11 @@ def check_offsets(bus: FeetechBus, setup: ArmSetup, inv: _Inventory) -> Finding:
         held[joint] = _read(bus, sid, STS3215.HOMING_OFFSET)
         want = cal.joint(joint).homing_offset
         if held[joint] != want:
-            differ.append(f"{joint} holds {held[joint]}, the file {want}")
+            differ.append(f"{joint} {held[joint]}/{want}")
     path = setup.calibration_file
     if not differ:
-        return ok(name, f"every servo holds {Path(path).name}'s homing offset "
-                  f"({', '.join(f'{j} {v}' for j, v in held.items())})")
+        return ok(name, f"every servo holds {Path(path).name}'s homing offset: the "
+                  "calibration is this arm's")
     port = setup.port
     if all(v == 0 for v in held.values()):
         # calibrate keeps an existing file's offsets: a fresh file starts from 0, as these
@@ -328,8 +328,8 @@ def check_offsets(bus: FeetechBus, setup: ArmSetup, inv: _Inventory) -> Finding:
                           "--calibration", path)
         fix = ("these servos hold LeRobot's offsets: take this arm's own LeRobot calibration "
                f"(ID: the id LeRobot calibrated it under), {lerobot}")
-    return fail(name, f"{path} is not this arm's calibration: {'; '.join(differ)} (a file "
-                "from another arm, or servos reset since)", fix)
+    return fail(name, f"{path} is not this arm's calibration: servo/file homing offsets "
+                f"{', '.join(differ)} (a file from another arm, or servos reset since)", fix)
 
 
 def _new_file(path: str) -> str:

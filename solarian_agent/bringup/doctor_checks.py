@@ -57,8 +57,8 @@ def pointing_finding(profile: RobotProfile, now: _dt.datetime | None = None) -> 
     figures = ", ".join(f"{c} {check.worst_mm(c):.1f} mm" for c in check.errors_mm)
     threshold = f"threshold {check.threshold_mm:g} mm"
     if not check.passed:
-        return fail(name, f"failed: {'; '.join(check.failures()) or 'no camera figures recorded'}: the robot "
-                    "is not ready", fix)
+        why = "; ".join(check.failures()) or "no camera's figures recorded"
+        return fail(name, f"failed: {why}: the robot is not ready", fix)
     if not profile.ready:
         return fail(name, f"passed ({figures}; {threshold}) but before the last pose "
                     f"measurement ({profile.steps.get('poses', '?')}): not ready", fix)

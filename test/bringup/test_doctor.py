@@ -237,8 +237,8 @@ def test_a_calibration_from_another_arm_names_the_joints_whose_offsets_differ(tm
     assert code == 1
     line = lines["homing offsets"]
     assert line.startswith("fail ") and "is not this arm's calibration" in line
-    assert "shoulder_pan holds 0, the file -1365" in line and "gripper holds 0, the file 1437" \
-        in line
+    assert "servo/file homing offsets shoulder_pan 0/-1365, shoulder_lift 0/-1200" in line
+    assert "gripper 0/1437" in line
     assert f"solarian-agent arm calibrate --port {sim.port_name} --calibration" in line
     assert lines["servo ids"].startswith("ok ")
 
@@ -253,7 +253,7 @@ def test_servos_holding_lerobot_offsets_point_to_import_lerobot(tmp_path, sim, c
     code, lines = _doctor(capsys, "--profile", str(_profile(tmp_path, sim.port_name,
                                                              other_file)))
     assert code == 1
-    assert "elbow_flex holds -986, the file -886" in lines["homing offsets"]
+    assert "elbow_flex -986/-886" in lines["homing offsets"]
     assert "solarian-agent arm import-lerobot --id ID" in lines["homing offsets"]
 
 

@@ -93,8 +93,11 @@ def camera_stream(cam: CameraEntry, timeout_s: float) -> Finding:
                     f"{pick} with the camera plugged in")
     if not src:
         return fail(name, "the profile names no source", pick)
+    # a device is asked for the profile's mode, as the robot's camera node asks; a video
+    # file has only its own size (asking would log a "not honoured" warning for nothing)
+    size = None if os.path.isfile(src) else (cam.width, cam.height)
     camera = OpenCVCamera(OpenCVCameraConfig(
-        source=src, width=cam.width, height=cam.height, frame_id=cam.name,
+        source=src, width=size and size[0], height=size and size[1], frame_id=cam.name,
         stall_timeout_s=timeout_s, reconnect_attempts=0))
     unplugged = (f"plug it in (cameras now: `ls /dev/v4l/by-id/`), or pick its source "
                  f"again: {pick}")

@@ -95,6 +95,7 @@ COMMANDS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
                          "calibrate a camera: intrinsics, then its pose relative to the arm"),
     "bringup": (_lazy("solarian_agent.bringup.cli", "main"),
                 "guided first-day set-up: servos, calibration, cameras, poses, pointing check"),
+    "doctor": (_lazy("solarian_agent.bringup.doctor", "main"), "check the robot, with fixes"),
 }
 
 GLOBAL_FLAGS = ("-v", "-vv", "-vvv", "--verbose")

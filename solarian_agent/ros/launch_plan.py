@@ -80,6 +80,11 @@ ROBOT_ARGS = COMMON_ARGS + (
     Arg("simulated_bus", "false", "simulated servos on a pseudo-terminal (no arm attached)"),
     Arg("calibration_dir", "", "camera calibration files <camera>.yaml ('' = "
                                "~/.config/solarian_agent/cameras or $SOLARIAN_CALIBRATION_DIR)"),
+    Arg("profile", "auto", "the robot profile from `solarian-agent bringup` (auto: "
+                           "~/.config/solarian_agent/robot.yaml if it exists; none: ignore): "
+                           "cameras, port, calibrations, camera frames"),
+    Arg("require_ready", "true", "refuse to start on a profile whose pointing check did not "
+                                 "pass"),
 )
 
 REPLAY_ARGS = (
@@ -131,12 +136,18 @@ def _config(args: Mapping[str, str], share: Path) -> str:
     return args.get("config_file") or str(share / "config" / "controller.yaml")
 
 
-def _urdf(share: Path) -> str:
+def _urdf(share: Path, cameras: Mapping[str, Any] | None = None) -> str:
+    """The description robot_state_publisher serves; ``cameras`` (name -> calibration): the
+    cameras where bring-up measured them."""
     path = share / "urdf" / "so101.urdf"
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:  # robot_state_publisher would only fail later, less clearly
         raise ValueError(f"the URDF for robot_state_publisher is missing: {path}: {e}") from e
+    if cameras:
+        from ..bringup.description import with_calibrated_cameras
+
+        text = with_calibrated_cameras(text, cameras)
     return describe(text, share=share).urdf
 
 
@@ -185,15 +196,15 @@ def rviz_remappings(namespace: str) -> list[tuple[str, str]]:
     return [(t, graph.expand(t.lstrip("/"), namespace)) for t in RVIZ_TOPICS]
 
 
-def _viewers(args: Mapping[str, str], share: Path, cameras: Sequence[str], sim: bool
-             ) -> list[Planned]:
+def _viewers(args: Mapping[str, str], share: Path, cameras: Sequence[str], sim: bool,
+             calibrations: Mapping[str, Any] | None = None) -> list[Planned]:
     # robot_description is the URDF's text (a str parameter: launch_ros keeps a plain Python
     # str a string; it does not YAML-parse it as it would a substitution's output)
     out = []
     if _optional_package(args, "robot_state_publisher", "robot_state_publisher"):
         out.append(Planned(package="robot_state_publisher", executable="robot_state_publisher",
                            name="robot_state_publisher",
-                           parameters={"robot_description": _urdf(share)}))
+                           parameters={"robot_description": _urdf(share, calibrations)}))
     if _true(args.get("rviz", "false")):
         if not has_package("rviz2"):
             raise ValueError("rviz:=true but the ROS package rviz2 is not installed")
@@ -261,11 +272,15 @@ def camera_sources(spec: str) -> list[tuple[str, str]]:
 
 
 def robot_plan(args: Mapping[str, str], share: Path) -> list[Planned]:
-    """The real robot's graph.  Every camera the skills point through must be calibrated:
+    """The real robot's graph, from the robot profile where one is given
+    (:mod:`.launch_profile`).  Every camera the skills point through must be calibrated:
     a missing calibration stops the launch before anything starts, naming the camera, the
     file and the command that makes it."""
     from ..hw.camera.calibration import calibration_path
+    from .launch_profile import apply_profile
 
+    profiled = apply_profile(args)
+    args = profiled.args
     cams = camera_sources(args.get("cameras", "overhead=0,wrist=2"))
     names_ = [c for c, _ in cams]
     cal_dir = args.get("calibration_dir", "")
@@ -284,7 +299,8 @@ def robot_plan(args: Mapping[str, str], share: Path) -> list[Planned]:
         if n.name in ("skills", "planner"):
             n.parameters["camera_models"] = "calibrated"
             n.parameters["calibration_dir"] = cal_dir
-    return nodes + agents + _viewers(args, share, names_, sim=False)
+    return nodes + agents + _viewers(args, share, names_, sim=False,
+                                     calibrations=profiled.calibrations)
 
 
 def require_calibrations(tool_set: str, cameras: Sequence[str], calibration_dir: str) -> None:

@@ -170,6 +170,17 @@ class RobotProfile:
         now = now or _dt.datetime.now(_dt.timezone.utc)
         return (now - t).total_seconds() / 86400.0
 
+    def summary(self) -> dict[str, Any]:
+        """What the operator panel shows of the robot: whether it is ready, and the pointing
+        check's worst error per camera (no paths, ports or ids: the panel is a web page)."""
+        check = self.check
+        return {"name": self.name, "ready": self.ready,
+                "checked_at": check.measured_at if check is not None else "",
+                "threshold_mm": check.threshold_mm if check is not None else None,
+                "worst_mm": ({c: round(check.worst_mm(c), 1) for c in check.errors_mm}
+                             if check is not None else {}),
+                "missing_steps": [s for s in STEPS if s not in self.steps]}
+
     # YAML -------------------------------------------------------------------------------
     def to_mapping(self) -> dict[str, Any]:
         check = None

@@ -322,7 +322,9 @@ def panel_node(cameras: Sequence[str] = DEFAULT_SIM_CAMERAS) -> NodeSpec:
                             "needed: $SOLARIAN_PANEL_TOKEN, else one is generated and logged)",
                     "port": "TCP port (0 = any free one)",
                     "allow_hosts": "more Host names the panel answers to, comma separated",
-                    "service_timeout_s": "the longest a command waits for its service"})
+                    "service_timeout_s": "the longest a command waits for its service",
+                    "profile": "the robot profile whose readiness the page shows ('' = a "
+                               "simulator)"})
 
 
 def replay_topic(topic: str) -> tuple[str, QoS]:

@@ -296,6 +296,8 @@ def robot_plan(args: Mapping[str, str], share: Path) -> list[Planned]:
     agents = _agent_nodes(args, share)
     for n in agents:
         n.parameters["cameras"] = ",".join(names_)
+        if n.name == "panel" and profiled.profile is not None:
+            n.parameters["profile"] = profiled.profile.path
         if n.name in ("skills", "planner"):
             n.parameters["camera_models"] = "calibrated"
             n.parameters["calibration_dir"] = cal_dir

@@ -5,8 +5,9 @@ on this node, the panel's HTTP server on its own thread.  Parameters: ``host`` (
 127.0.0.1; beyond loopback every request needs the access token: ``$SOLARIAN_PANEL_TOKEN``, else
 one is generated and logged with the address), ``port``, ``allow_hosts`` (comma separated),
 ``config_file`` / ``cameras`` (the camera views: the config's ``agent.cameras`` unless given),
-``service_timeout_s``.  SIGINT / SIGTERM stop it (exit 0); a port it cannot listen on, or a bad
-parameter, exits 2 with the reason.
+``service_timeout_s``, ``profile`` (the robot profile whose readiness the page shows).
+SIGINT / SIGTERM stop it (exit 0); a port it cannot listen on, or a bad parameter, exits 2
+with the reason.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from rclpy.node import Node
 
@@ -37,6 +39,9 @@ def main(args: Sequence[str] | None = None) -> int:
         allow = common.csv(common.declare(node, "allow_hosts", "",
                                           "more Host names to answer to, comma separated"))
         timeout = float(common.declare(node, "service_timeout_s", 3.0))
+        robot = _robot_summary(str(common.declare(
+            node, "profile", "", "the robot profile whose readiness the page shows ('' = "
+            "none: a simulator)")), log)
         token = os.environ.get(PANEL_TOKEN_ENV) or None
         if token is None and not is_loopback(host):
             token = new_secret()
@@ -51,7 +56,7 @@ def main(args: Sequence[str] | None = None) -> int:
     link = RosLink(node, list(cfg.cameras), service_timeout_s=timeout)
     try:
         handle = serve_panel(None, link.clock, host, port, link=link, access_token=token,
-                             allow_hosts=allow, command_timeout_s=timeout)
+                             allow_hosts=allow, command_timeout_s=timeout, robot=robot)
     except (OSError, RuntimeError, ValueError) as e:
         log.error(f"the panel cannot start: {e}")
         link.close()
@@ -71,3 +76,17 @@ def main(args: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _robot_summary(path: str, log: Any) -> dict[str, Any] | None:
+    """The profile's summary for the page; a profile that cannot be read is shown as such
+    (the panel still serves: it is how the operator stops the arm)."""
+    if not path:
+        return None
+    from ..bringup.profile import RobotProfile
+
+    try:
+        return RobotProfile.load(path).summary()
+    except (ConfigError, OSError) as e:
+        log.warning(f"the robot profile cannot be read: {e}")
+        return {"name": "robot", "ready": False, "missing_steps": ["a readable profile"]}

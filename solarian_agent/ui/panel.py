@@ -31,7 +31,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from importlib import resources
 from typing import Any
 
@@ -169,7 +169,7 @@ def build_app(hub: PanelHub, policy: DoorPolicy | None = None) -> Any:
                              "clients": len(hub.clients), "pump_errors": hub.pump_errors,
                              "intake_dropped": hub.intake.dropped,
                              "refused": dict(door.refused) if door is not None else {},
-                             "cameras": hub.link.image_topics()})
+                             "cameras": hub.link.image_topics(), "robot": hub.robot})
 
     @safe
     async def frame(request: Request) -> Response:
@@ -352,10 +352,12 @@ def serve_panel(bus: BusLike | None, clock: Clock, host: str = "127.0.0.1", port
                 *, link: AgentLink | None = None, cameras: Iterable[str] | None = None,
                 fps: float = 5.0, start_timeout_s: float = 10.0,
                 access_token: str | None = None, allow_hosts: Iterable[str] = (),
-                command_timeout_s: float = 3.0) -> PanelHandle:
+                command_timeout_s: float = 3.0,
+                robot: Mapping[str, Any] | None = None) -> PanelHandle:
     """Serve the panel on ``host:port`` (port 0 picks a free one) in a background thread and
     return once it accepts connections.  ``link`` defaults to a :class:`BusLink` on ``bus``;
-    ``cameras`` as in :class:`BusLink`.
+    ``cameras`` as in :class:`BusLink`; ``robot``: the robot profile's summary to show
+    (:meth:`~solarian_agent.bringup.profile.RobotProfile.summary`; default: the simulator).
 
     Beyond loopback ``access_token`` is required (``ValueError`` without it) and every
     request must carry it; ``allow_hosts``: more Host names to answer to (see
@@ -370,7 +372,7 @@ def serve_panel(bus: BusLike | None, clock: Clock, host: str = "127.0.0.1", port
         owns = True
     else:
         owns = False
-    hub = PanelHub(link, clock, fps=fps, command_timeout_s=command_timeout_s)
+    hub = PanelHub(link, clock, fps=fps, command_timeout_s=command_timeout_s, robot=robot)
     app = build_app(hub, policy)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)

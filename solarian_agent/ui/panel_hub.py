@@ -26,7 +26,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -47,8 +47,11 @@ NO_STATE = {"status": "connecting", "task": "", "generation": 0, "plan": [], "ac
 class PanelHub:
     def __init__(self, link: AgentLink, clock: Clock, *, fps: float = 5.0,
                  client_queue: int = 256, history: int = 200,
-                 command_timeout_s: float = 3.0) -> None:
+                 command_timeout_s: float = 3.0,
+                 robot: Mapping[str, Any] | None = None) -> None:
         self.link = link
+        # the robot profile's summary (bring-up's readiness), fixed for the panel's life
+        self.robot: dict[str, Any] = dict(robot) if robot is not None else {"name": "simulator"}
         self.clock = clock
         self.fps = fps
         self.client_queue = client_queue
@@ -295,6 +298,7 @@ class PanelHub:
         out.append(dumps({"type": "lock", "holder": self.lock.holder}))
         out.append(dumps({"type": "estop", "estop": self.estop}))
         out.append(dumps({"type": "cameras", "topics": self.link.image_topics()}))
+        out.append(dumps({"type": "robot", "robot": self.robot}))
         for topic, seq in self.frames.items():
             out.append(dumps({"type": "frame", "topic": topic, "seq": seq}))
         return out

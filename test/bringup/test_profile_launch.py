@@ -169,3 +169,30 @@ def test_the_profile_round_trips(tmp_path: Path) -> None:
     again = RobotProfile.load(replace(prof, path="").save(tmp_path / "again.yaml"))
     assert again.cameras == prof.cameras and again.check == prof.check
     assert again.servo_ids == prof.servo_ids and again.steps == prof.steps
+
+
+def test_the_panel_shows_the_robots_readiness_and_nothing_private(tmp_path: Path) -> None:
+
+    from solarian_agent.core.clock import FakeClock
+    from solarian_agent.core.transport import Bus
+    from solarian_agent.ui.panel import serve_panel
+
+    prof = RobotProfile.load(_profile(tmp_path, passed=False))
+    with serve_panel(Bus(), FakeClock(), "127.0.0.1", 0, robot=prof.summary()) as panel:
+        state = _get_json(panel.url, "/api/state")
+    robot = state["robot"]
+    assert robot["ready"] is False and robot["worst_mm"] == {"overhead": 2.0, "wrist": 7.5}
+    assert robot["threshold_mm"] == 5.0
+    text = str(robot)
+    assert "/dev/" not in text and str(tmp_path) not in text  # no ports or paths on a web page
+    with serve_panel(Bus(), FakeClock(), "127.0.0.1", 0) as panel:
+        assert _get_json(panel.url, "/api/state")["robot"] == {"name": "simulator"}
+
+
+def _get_json(url: str, path: str) -> dict[str, object]:
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(url.rstrip("/") + path, timeout=10) as r:
+        out: dict[str, object] = json.loads(r.read())
+    return out

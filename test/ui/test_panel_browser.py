@@ -13,8 +13,10 @@ from selenium.webdriver.common.keys import Keys
 from ui_helpers import Stepper, copy_to_docs, wait_for
 
 from solarian_agent.core import names
+from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.messages import MonitorVerdict, OperatorEvent
 from solarian_agent.core.skill import Tool
+from solarian_agent.core.transport import Bus
 from solarian_agent.models.base import ModelRequest
 from solarian_agent.models.scripted import reply
 from solarian_agent.testing.harness import DEFAULT_TOOLS, Spin, make_harness
@@ -313,3 +315,22 @@ def test_estop_from_a_viewer_without_the_lock_on_the_simulated_robot(browser, ar
         system.shutdown()
     assert not errors, errors
     assert panel.hub.pump_errors == 0
+
+
+def test_the_header_says_whether_the_robot_is_ready(browser):
+    robot = {"name": "so101", "ready": False, "checked_at": "2026-12-06T10:05:00+00:00",
+             "threshold_mm": 5.0, "worst_mm": {"overhead": 2.0, "wrist": 7.5},
+             "missing_steps": []}
+    bus = Bus()
+    with serve_panel(bus, FakeClock(), "127.0.0.1", 0, robot=robot) as panel:
+        browser.get(panel.url)
+        wait_for(lambda: browser.find_element(By.ID, "robot").get_attribute("data-ready")
+                 == "false", 10, "the robot's readiness")
+        assert text(browser, "#robot") == "robot not ready (overhead 2 mm, wrist 7.5 mm; over " \
+                                          "5 mm)"
+    with serve_panel(bus, FakeClock(), "127.0.0.1", 0,
+                     robot={**robot, "ready": True, "worst_mm": {"overhead": 1.3}}) as panel:
+        browser.get(panel.url)
+        wait_for(lambda: browser.find_element(By.ID, "robot").get_attribute("data-ready")
+                 == "true", 10, "the robot's readiness")
+        assert text(browser, "#robot") == "robot ready (overhead 1.3 mm)"

@@ -195,6 +195,22 @@ function renderLock() {
   renderControls();
 }
 
+// ---- the robot (bring-up's readiness: text, set with textContent only) ------------------
+function renderRobot(r) {
+  const el = $("robot");
+  if (!r || r.name === "simulator") {
+    el.textContent = "simulator";
+    el.dataset.ready = "unknown";
+    return;
+  }
+  const worst = Object.entries(r.worst_mm || {}).map(([c, mm]) => `${c} ${mm} mm`).join(", ");
+  el.dataset.ready = r.ready ? "true" : "false";
+  el.textContent = r.ready ? `robot ready (${worst})`
+    : (r.missing_steps && r.missing_steps.length ? `robot not ready: ${r.missing_steps.join(", ")} to do`
+      : `robot not ready${worst ? ` (${worst}; over ${r.threshold_mm} mm)` : ""}`);
+  el.title = r.checked_at ? `pointing check of ${r.checked_at}` : "no pointing check yet";
+}
+
 // ---- cameras ----------------------------------------------------------------------------
 function camId(topic) { return "cam-" + topic.replace(/[^A-Za-z0-9_-]/g, "_"); }
 
@@ -287,6 +303,9 @@ function handle(m) {
     case "estop":
       S.estop = m.estop || S.estop;
       renderEstop();
+      break;
+    case "robot":
+      renderRobot(m.robot);
       break;
     case "cameras":
       ensureCameras(m.topics || []);

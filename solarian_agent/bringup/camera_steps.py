@@ -99,7 +99,9 @@ def wrist_camera(robot: BringupRobot, camera: str, board: BoardSpec,
     arm = robot.arm
     q = robot.joints()
     nominal = np.linalg.inv(arm.frame_pose(q, GRIPPER_FRAME)) @ arm.frame_pose(q, CAMERA_FRAME)
-    plan = plan_views(arm, board_corners_guess, nominal_k, size, nominal, n=n)
+    # below the jaws, which fill the top of the wrist camera's image
+    plan = plan_views(arm, board_corners_guess, nominal_k, size, nominal, n=n, samples=20000,
+                      top_px=0.3 * size[1])
     dets: list[tuple[np.ndarray, Detection]] = []
     for i, q5 in enumerate(plan.joints):
         if not robot.move(q5):

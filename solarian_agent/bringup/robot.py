@@ -144,7 +144,8 @@ class MujocoBringupRobot:
 
 class SimBoardHolder:
     """The simulator's hand: holds the board up to a fixed camera at ``n`` poses spread over
-    its image, 45-60 cm away and tilted 20-35 degrees, as a person does for the intrinsics."""
+    its image, 45-60 cm away and tilted 30-50 degrees (steep views pin the focal length and
+    the image centre), as a person does for the intrinsics."""
 
     def __init__(self, robot: MujocoBringupRobot, camera: str = "overhead", seed: int = 0
                  ) -> None:
@@ -162,13 +163,13 @@ class SimBoardHolder:
         cols = int(math.ceil(math.sqrt(total)))
         gx, gy = index % cols, index // cols
         rows = int(math.ceil(total / cols))
-        u = s.width * (0.3 + 0.4 * gx / max(cols - 1, 1))
-        v = s.height * (0.3 + 0.4 * gy / max(rows - 1, 1))
+        u = s.width * (0.2 + 0.6 * gx / max(cols - 1, 1))
+        v = s.height * (0.2 + 0.6 * gy / max(rows - 1, 1))
         ray = np.array([(u - s.cx) / s.fx, (v - s.cy) / s.fy, 1.0])
         d = 0.45 + 0.15 * self.rng.random()
         centre = self.cam[:3, :3] @ (d * ray / np.linalg.norm(ray)) + self.cam[:3, 3]
         tilt_axis = np.array([math.cos(a := self.rng.uniform(0, 2 * math.pi)), math.sin(a), 0])
-        tilt, _ = cv2.Rodrigues(tilt_axis * math.radians(self.rng.uniform(20.0, 35.0)))
+        tilt, _ = cv2.Rodrigues(tilt_axis * math.radians(self.rng.uniform(30.0, 50.0)))
         rot = self.cam[:3, :3] @ tilt
         half = np.array([b.cols * b.square_m / 2, b.rows * b.square_m / 2, 0.0])
         pose = np.eye(4)

@@ -133,6 +133,7 @@ class Session:
     def _arm_calibration(self) -> dict[str, Any]:
         path = self.rig.arm_calibration()
         self.profile = replace(self.profile, arm_calibration_file=path)
+        self.rig.log(f"  the arm's calibration: {path}")
         return {"calibration_file": path}
 
     def _cameras(self) -> dict[str, Any]:
@@ -173,6 +174,9 @@ class Session:
                                           self.rig.holder, n=self.rig.fixed_views,
                                           log=self.rig.log)
             fig.calibration.save(self._cal_path(name))
+            k = fig.calibration.k
+            self.rig.log(f"  {name}: fx {k[0]:.1f} fy {k[4]:.1f} cx {k[2]:.1f} cy {k[5]:.1f} px "
+                         f"from {fig.views} views, {fig.rms_px:.2f} px")
             row: dict[str, Any] = {"rms_px": round(fig.rms_px, 4), "views": fig.views}
             if self.rig.truth is not None:
                 k, t = fig.calibration.k, self.rig.truth.k[name]
@@ -196,10 +200,14 @@ class Session:
             "views": he.views, "rms_px": round(he.rms_px, 4), "spread_mm": _mm(he.spread_mm),
             "spread_deg": round(he.spread_deg, 4),
             "intrinsics_rms_px": round(wr.intrinsics.rms_px, 4)}
+        rig.log(f"  wrist: on the gripper from {he.views} arm poses: the board's pose "
+                f"through each agrees within {he.spread_mm:.2f} mm / {he.spread_deg:.2f} deg, "
+                f"{he.rms_px:.2f} px")
         if rig.truth is not None:
             d_mm, d_deg = pose_error(he.gripper_from_camera,
                                      rig.truth.gripper_from_camera["wrist"])
             row.update(position_error_mm=_mm(d_mm), rotation_error_deg=round(d_deg, 4))
+            rig.log(f"  wrist: {d_mm:.2f} mm / {d_deg:.2f} deg from the simulator's truth")
         out["wrist"] = row
         for name in robot.cameras:
             if name == "wrist":
@@ -226,6 +234,9 @@ class Session:
                 row.update(position_error_mm=_mm(d_mm), rotation_error_deg=round(d_deg, 4))
             out[name] = row
             rig.log(f"  {name}: located from the board at {places} places, {rms:.2f} px")
+            if rig.truth is not None:
+                rig.log(f"  {name}: {row['position_error_mm']:.2f} mm / "
+                        f"{row['rotation_error_deg']:.2f} deg from the simulator's truth")
         return {"cameras": out}
 
     def _check(self) -> dict[str, Any]:
@@ -264,6 +275,8 @@ class Session:
             self.profile.save()
             raise StepFailed("pointing off: " + "; ".join(check.failures())
                              + ": recalibrate the camera's pose (--step poses)")
+        rig.log("  " + ", ".join(f"{c} worst {check.worst_mm(c):.1f} mm" for c in errors)
+                + f" (threshold {self.threshold_mm:g} mm): ready")
         return {"threshold_mm": self.threshold_mm, "cameras": out, "passed": True}
 
 

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -23,62 +24,81 @@ ARRIVED_RAD = math.radians(1.0)
 
 
 class RealBringupRobot:
-    """The arm on ``port`` with ``calibration_file``; cameras by name -> OpenCV source."""
+    """The arm on ``port`` with ``calibration_file``; cameras by name -> OpenCV source.
+
+    Nothing is opened until a step first needs the arm or a camera: the servo step before it
+    opens the port on its own (one owner of a serial port at a time)."""
 
     def __init__(self, port: str, calibration_file: str, cameras: Mapping[str, str],
                  stack: ExitStack, arm: ArmModel | None = None) -> None:
-        from solarian_agent.hw.camera.opencv import OpenCVCamera, OpenCVCameraConfig
-        from solarian_agent.hw.feetech.arm import FeetechArm, FeetechArmConfig
-        from solarian_agent.hw.feetech.controller import ArmController, ArmControllerConfig
-
         self.arm = arm or ArmModel.default()
         self.clock = SystemClock()
-        hw = FeetechArm(FeetechArmConfig(port=port, calibration_file=calibration_file))
-        hw.connect()
-        stack.callback(hw.disconnect)
-        self.ctl = ArmController(hw, self.clock, ArmControllerConfig(
-            rate_hz=hw.config.rate_hz, command_timeout_s=2.0))
-        self.ctl.step()  # torque on, holding where the arm is, before the first target
+        self._port, self._cal_file, self._sources = port, calibration_file, dict(cameras)
+        self._stack = stack
         self._stop = threading.Event()
-        loop = threading.Thread(target=self.ctl.run, args=(self._stop,), name="bringup-arm",
-                                daemon=True)
-        loop.start()
-        stack.callback(loop.join, 2.0)
-        stack.callback(self._stop.set)
-        self._cams = {}
-        for name, source in cameras.items():
+        self._ctl: Any = None
+        self._cams: dict[str, Any] = {}
+
+    def _controller(self) -> Any:
+        if self._ctl is None:
+            from solarian_agent.hw.feetech.arm import FeetechArm, FeetechArmConfig
+            from solarian_agent.hw.feetech.controller import ArmController, ArmControllerConfig
+
+            hw = FeetechArm(FeetechArmConfig(port=self._port, calibration_file=self._cal_file))
+            hw.connect()
+            self._stack.callback(hw.disconnect)
+            ctl = ArmController(hw, self.clock, ArmControllerConfig(
+                rate_hz=hw.config.rate_hz, command_timeout_s=2.0))
+            ctl.step()  # torque on, holding where the arm is, before the first target
+            # the controller's loop runs on its own thread at the servo rate; this thread only
+            # sends targets and reads positions
+            loop = threading.Thread(target=ctl.run, args=(self._stop,), name="bringup-arm",
+                                    daemon=True)
+            loop.start()
+            self._stack.callback(loop.join, 2.0)
+            self._stack.callback(self._stop.set)
+            self._ctl = ctl
+        return self._ctl
+
+    def _camera(self, name: str) -> Any:
+        if name not in self._cams:
+            from solarian_agent.hw.camera.opencv import OpenCVCamera, OpenCVCameraConfig
+
+            source = self._sources[name]
             src: int | str = int(source) if source.isdigit() else source
             cam = OpenCVCamera(OpenCVCameraConfig(source=src, frame_id=name))
             cam.connect()
-            stack.callback(cam.disconnect)
+            self._stack.callback(cam.disconnect)
             self._cams[name] = cam
+        return self._cams[name]
 
     @property
     def cameras(self) -> tuple[str, ...]:
-        return tuple(self._cams)
+        return tuple(self._sources)
 
     def joints(self) -> np.ndarray:
-        now = self.ctl.positions()
+        now = self._controller().positions()
         return np.array([now.get(j, 0.0) for j in (*ARM_JOINTS, "gripper")], float)
 
     def move(self, q5: np.ndarray, timeout_s: float = 15.0) -> bool:
         target = {j: float(v) for j, v in zip(ARM_JOINTS, q5, strict=True)}
+        ctl = self._controller()
         deadline = self.clock.now() + timeout_s
         while self.clock.now() < deadline:
-            if self.ctl.latch.tripped:
+            if ctl.latch.tripped:
                 return False
             # sent again every 0.1 s: the controller holds the arm when commands stop
-            self.ctl.command(target, source="operator", max_velocity=SLOW_RAD_S)
-            now = self.ctl.positions()
+            ctl.command(target, source="operator", max_velocity=SLOW_RAD_S)
+            now = ctl.positions()
             if now and all(abs(now[j] - target[j]) <= ARRIVED_RAD for j in ARM_JOINTS):
                 self.clock.sleep_until(self.clock.now() + 0.3, self._stop)  # settle
                 return True
             self.clock.sleep_until(self.clock.now() + 0.1, self._stop)
-        self.ctl.hold("bring-up move timed out")
+        ctl.hold("bring-up move timed out")
         return False
 
     def grab(self, camera: str) -> np.ndarray:
-        frame = self._cams[camera].read(timeout_s=2.0)
+        frame = self._camera(camera).read(timeout_s=2.0)
         img: np.ndarray = frame.data
         return img
 

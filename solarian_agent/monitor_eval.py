@@ -1,5 +1,6 @@
-"""Measure monitor questions on recorded ticks (seed 003, "Measure the questions on recorded
-ticks before trusting them").
+"""Measure monitor questions on recorded ticks before trusting them, since a vision answer can
+be wrong: a wording is judged by the per-pick replay of its rules, not by per-tick accuracy
+alone.
 
 Two commands (the CLI wires them as ``solarian-agent label-ticks`` and ``eval-monitor``):
 

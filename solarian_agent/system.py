@@ -71,9 +71,10 @@ def pick_tool(pick: str = "scripted", sim_backend: str = DEFAULT_BACKEND,
 
 def tidy_tools(sim_backend: str = DEFAULT_BACKEND, pick: str = "scripted",
                inference: str = "thread") -> dict[str, Tool]:
-    """The tools of the tidy-up controller (seed 004's five plus moves and homes); points
-    are unprojected at the heights the backend's scene shows from above.  ``pick``: which
-    ``pick_object`` (:func:`pick_tool`)."""
+    """The tools of the tidy-up controller: pick, place, verify_state and stop (looking is the
+    planner's own ``observe``) plus moves and homes, skills with clear bounds and never raw
+    joint angles; points are unprojected at the heights the backend's scene shows from above.
+    ``pick``: which ``pick_object`` (:func:`pick_tool`)."""
     z = point_heights(sim_backend)
     return {
         "move_to_pose": Tool(MoveSkill, {"offer": "pose"}),

@@ -1,5 +1,5 @@
-"""Tidy-up benchmark (DESIGN.md §5; seed 004, experiments 6-11, 6-13 and 6-14), through the
-product.
+"""Tidy-up benchmark (DESIGN.md §5), through the product: one task (cup on the tray, paper in
+the bin, arm home), its execution strategies, its ideal upper bound and a domain-shift test.
 
 * Execution strategies (6-13): open-loop, step-verified and predictive execution are the
   ``rules`` planner's strategies (:mod:`solarian_agent.models.rules_planner`), each run through

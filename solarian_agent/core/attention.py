@@ -1,4 +1,4 @@
-"""What the planner needs of ``observe_scene`` (seed 001), as interfaces: the attention episode
+"""What the planner needs of ``observe_scene``, as interfaces: the attention episode
 that budgets acquisitions, the result of one observation, and the observer's protocol.
 
 The observer itself (:class:`solarian_agent.perception.observe_scene.SceneObserver`: camera,
@@ -61,7 +61,8 @@ class VisualPerceptionResult:
 
 
 class AttentionEpisode:
-    """The acquisition budget of one attention episode (seed 001).
+    """The acquisition budget of one attention episode: looking is on demand and bounded, so an
+    autonomous wake never turns into continuous vision.
 
     Autonomous: at most :data:`MAX_ACQUISITIONS` ordered read-only acquisitions; a rejected
     attempt consumes its slot; nothing is acquired after the first effect; the same capability

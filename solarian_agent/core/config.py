@@ -1,10 +1,10 @@
 """Typed, frozen configuration validated on load.
 
-``config/controller.yaml`` holds the seed's ``agent:`` block.  :func:`load_agent_config` turns it
-into :class:`AgentConfig`; an invalid value raises :class:`ConfigError` naming its YAML path
-(``agent.monitor.period_s``) and what is allowed.  API keys are never in YAML: a config names the
-environment variable (``api_key_env``) and the key is read from the environment when a provider
-is built.
+``config/controller.yaml`` holds the ``agent:`` block (planner, monitor, runtime, events ...).
+:func:`load_agent_config` turns it into :class:`AgentConfig`; an invalid value raises
+:class:`ConfigError` naming its YAML path (``agent.monitor.period_s``) and what is allowed.
+API keys are never in YAML: a config names the environment variable (``api_key_env``) and the
+key is read from the environment when a provider is built.
 """
 
 from __future__ import annotations
@@ -87,7 +87,8 @@ class AgentBudgets:
 
 @dataclass(frozen=True)
 class EventsConfig:
-    """The planner's inbound event queue (seed 004): bounded, with a defined overflow rule."""
+    """The planner's inbound event queue: bounded, with a defined overflow rule, so a burst of
+    events can neither grow memory without limit nor silently lose an interrupt."""
 
     queue_size: int = field(default=256, metadata=_rng(1, 100_000))
     # drop_oldest_routine: the oldest queue/parallel-urgency event is dropped (and counted);
@@ -108,7 +109,8 @@ class EventsConfig:
 
 @dataclass(frozen=True)
 class RuntimeConfig:
-    """Seed 001/000: which vision backend interprets frames, and fixed per-turn views."""
+    """Which vision backend interprets frames (``observe_scene``, descriptions for a planner
+    that reads no images; ``none``: no remote vision), and the views sent with every turn."""
 
     vision: str = "none"
     vision_camera: str = ""

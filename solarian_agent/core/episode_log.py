@@ -1,4 +1,5 @@
-"""Episode logs, laid out as seed 003 describes.
+"""Episode logs: what the operator and the agent did during each recorded episode, kept beside
+the recording so a run can be replayed and its monitor questions measured afterwards.
 
 ``<root>/<session>/episodes/<episode>/logs/`` holds
 

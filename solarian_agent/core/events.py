@@ -1,4 +1,6 @@
-"""Structured events (seed 004, "Strukturált Eseménymodellezés") and the bounded inbound queue.
+"""Structured events and the bounded inbound queue.  Modelling every input the same way (who,
+how, what) keeps the operator's words apart from a tool's result, whose text is data, never a
+command.
 
 Every input the planner reacts to is an :class:`Event` with a source (who), a channel (how it
 arrived), content (what), context (anything that helps interpret it) and an urgency that decides

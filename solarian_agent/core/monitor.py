@@ -1,5 +1,5 @@
-"""The monitor engine (seed 003, "Monitor questions"): watches each running action through the
-cameras and finishes it, fails it or wakes the planner.
+"""The monitor engine: watches each running action through the cameras, asking the questions
+its skill declares, and finishes it, fails it or wakes the planner.
 
 The engine is a component that can run as its own ROS node.  It subscribes the cameras'
 ``<cam>/image_raw``, ``joint_states`` and ``skills/events`` (``skill_started`` /
@@ -30,9 +30,11 @@ planner (its verdicts carry no decision).
 
 ``watch_for``: each condition the planner adds to a call becomes a predicate question asked from
 6 s into the action (never before), with the rule :data:`WATCH_FOR_RULE`: escalate when it holds
-with p >= 0.8 on two ticks in a row.  The seed calls it "like a failure rule with after_s: 6";
-the failure rule it shows is an escalate with ``consecutive: 2``, and a condition the planner
-wrote is judged best by the planner, which is told a monitor flag can be wrong.
+with p >= 0.8 on two ticks in a row.  It is treated as a failure rule: the 6 s let the action
+get going before a condition that must stay false while it goes well is judged, two ticks in a
+row because one frame pair can look like a miss while a real one lasts; and it escalates rather
+than fails, since a condition the planner wrote is judged best by the planner, which is told a
+monitor flag can be wrong.
 
 Logging: every kept frame (``monitor_frame``), every tick (``monitor_tick``: question names, the
 images sent with their labels, ages and file names, the readings, the answers, latency, usage,
@@ -124,10 +126,11 @@ class WatchedAction:
 class MonitorEngine:
     """See the module docstring.
 
-    ``backend`` None: no monitor model; only the tripwires run (seed: "Without one, only
-    timeouts and tripwires end policies").  ``catalogue`` given: questions are validated now
-    (raises :class:`MonitorConfigError`); otherwise :meth:`start` fetches it from the
-    ``skills/catalogue`` service — call it at start-up so a bad ``then`` stops the start.
+    ``backend`` None: no monitor model; only the tripwires run, so a policy that never ends by
+    itself is then ended only by its time limit or a tripwire.  ``catalogue`` given: questions
+    are validated now (raises :class:`MonitorConfigError`); otherwise :meth:`start` fetches it
+    from the ``skills/catalogue`` service — call it at start-up so a bad ``then`` stops the
+    start.
     """
 
     def __init__(

@@ -1,4 +1,4 @@
-"""The monitor's rule engine (seed 003, "Monitor questions"): a tool's ``monitor`` list parsed
+"""The monitor's rule engine: a tool's ``monitor`` list parsed
 into questions and ``when`` rules (validated at start-up, an invalid one named by its path),
 ``watch_for`` conditions as escalate questions, and the run of one question's rules over an
 action's ticks (:class:`RuleState`, shared with the evaluation's per-pick replay).

@@ -1,6 +1,7 @@
 """Planner observations: every image the planner sees has an id, and points read off it map
 back to capture pixels of the tool's camera — refused if the image is too old or was taken
-before the robot last moved (seed 003, ``image_points``)."""
+before the robot last moved, since a point read off such an image may no longer be on its
+target."""
 
 from __future__ import annotations
 
@@ -125,7 +126,9 @@ class ObservationStore:
 
     def map_point(self, obs_id: str, point: Sequence[float], camera: str | None,
                   param: str = "point") -> tuple[float, float]:
-        """Sent-image pixels → capture pixels, with the seed's refusals."""
+        """Sent-image pixels → capture pixels.  Refused: an unknown id, another camera's image, a
+        point that is not [x, y] inside the image, and an image older than ``max_point_age_s`` or
+        taken before the robot last moved, whose point may no longer be on its target."""
         obs = self.get(obs_id)
         if obs is None:
             raise ToolCallRejected(f"{param}: unknown observation_id {quote_prefix(obs_id)}; "

@@ -1,4 +1,5 @@
-"""The plan queue the harness runs (seed 003).
+"""The plan queue the harness runs, so that steps whose calls are complete cost no planner turn
+(a pick-and-place takes about four: plan and move, point the pick, point the place, finish).
 
 Each ``update_plan`` step may carry the tool and args that carry it out.  When an action
 succeeds and nothing else runs, the harness marks its step done and starts the next step whose
@@ -157,9 +158,9 @@ class PlanQueue:
                      and not s.decide), None)
 
     def follow_up(self, action_id: str, tool: str, new_action_id: str) -> PlanStep | None:
-        """A ``then`` follow-up started after a finish (seed 003): it takes the next step when
-        the plan names its tool there, else it carries the action's own step on.  Returns the
-        step the follow-up now runs, if any."""
+        """A ``then`` follow-up started after a finish, without waking the planner: it takes the
+        next step when the plan names its tool there, else it carries the action's own step on.
+        Returns the step the follow-up now runs, if any."""
         s = self.step_of(action_id)
         after = self.steps[self.steps.index(s) + 1:] if s is not None else self.steps
         nxt = next((x for x in after if x.status == "pending"), None)

@@ -1,4 +1,4 @@
-"""The planner harness (seed 003, "How a run goes"): the coordinator.
+"""The planner harness: the coordinator.
 
 The planner wakes on a message, an action failing / stopping / timing out, a monitor flag, an
 operator event, a plan step that needs it, or the optional heartbeat.  It sees the task, what
@@ -156,7 +156,7 @@ class Planner:
         self.summary = ""
         self.tool_failures: dict[str, int] = {}
         self.deferred: list[Event] = []
-        # seed 004: urgency routing, parallel answers, task progress, timers
+        # event handling: urgency routing, parallel answers, task progress, timers
         # rules only, or rules plus the router model agent.events.router names (built where
         # the system is wired: solarian_agent.system.build_router)
         self.router = router if router is not None else Router()
@@ -195,7 +195,7 @@ class Planner:
         self._specs: dict[str, ToolSpec] | None = None
         self._floors: dict[str, dict[str, tuple[Rule, ...]]] = {}
 
-        # seed 000 views and seed 001 observe_scene -----------------------------------------
+        # views and observe_scene -----------------------------------------------------------
         # (the backend and the observer are wired where the system is built)
         self.vision_backend = vision_backend
         self.views = ViewManager(clock, self.observations, self._latest_frame, self.cameras,
@@ -270,7 +270,9 @@ class Planner:
         return {"ok": True, "reason": ""}
 
     def continue_in(self, log: EpisodeLog) -> None:
-        """Carry a run on in the next episode's log (seed 003, run_continued)."""
+        """Carry a run on in the next episode's log, opening it with a ``run_continued`` event
+        (the run's config, status, plan so far and the episode it continues from) so each log
+        reads on its own."""
         self.runs.continue_in(log)
 
     def _on_operator(self, ev: OperatorEvent) -> None:
@@ -371,8 +373,8 @@ class Planner:
     # what every part uses ------------------------------------------------------------------
     def wake(self, reason: str, hold: bool = False) -> None:
         """Wake the planner.  ``hold``: a failure, timeout, stop, monitor flag, the user or the
-        operator woke it, so the plan queue waits for its reply (seed 003) and no step starts
-        by itself until then."""
+        operator woke it, so the plan queue waits for its reply and no step starts by itself
+        until then: what woke it may change the plan."""
         self.wake_reasons.append(reason)
         self.cycle.woken(reason)
         if hold:

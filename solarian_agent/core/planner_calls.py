@@ -263,7 +263,8 @@ class ToolCalls:
             raise ToolCallRejected(f"{call.name} is unavailable: {e}") from e
         self.p.actions[action_id] = ActionInfo(action_id, call.name, args, self.p.clock.now(),
                                                handle, bool(spec.monitor or watch_for))
-        # an effect of this attention episode (seed 001): no acquisition after it
+        # an effect of this attention episode: no acquisition after it (an episode looks, then
+        # acts; what the action did is seen at the next wake, in a fresh episode)
         self.p.attention.record_effect()
         turn.pending.append(PendingStart(call, handle, action_id, call.name,
                                          self.p.clock.now()))

@@ -1,6 +1,6 @@
-"""What the planner makes of an event once it is routed (seed 003, "How a run goes"): an
-action's end advances the plan queue, starts a rule's follow-up or wakes the planner with the
-news; a monitor verdict concludes the action through ``skills/conclude`` or flags it.
+"""What the planner makes of an event once it is routed: an action's end advances the plan
+queue, starts a rule's follow-up or wakes the planner with the news; a monitor verdict
+concludes the action through ``skills/conclude`` or flags it.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 
 
 def trust(source: str, before: str) -> str:
-    """How far the planner may trust a flag (seed 003): the monitor's vision answers can be
-    wrong, a controller check (``check_agent_action``, from the readings) is reliable."""
+    """How far the planner may trust a flag: the monitor's vision answers can be wrong (so it
+    checks the newest image before stopping an action), a controller check
+    (``check_agent_action``, from the readings) is reliable."""
     if source == "controller":
         return "A controller check is reliable: act on it."
     return f"A monitor flag can be wrong: check the newest image{before}."

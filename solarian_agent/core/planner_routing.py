@@ -1,4 +1,4 @@
-"""The planner's event-routing glue (seed 004): every event goes through the router (rules,
+"""The planner's event-routing glue: every event goes through the router (rules,
 else the router model off the control path); an interrupt cuts the turn in flight and answers
 starting calls with placeholders; queued user additions are held until the next tool result;
 quick independent questions are answered in parallel; timers, task progress and starts that
@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class SideCall:
-    """A model call beside the main one: the router model or a parallel answer (seed 004)."""
+    """A model call beside the main one, so the main turn never waits on it: the router model
+    or a parallel answer."""
 
     kind: str  # router | parallel
     event: Event

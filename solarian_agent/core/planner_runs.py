@@ -1,7 +1,7 @@
-"""The planner's run lifecycle and operator handling (seed 003): a message starts or resumes a
-run, ``/cancel`` and ``/reset`` end it, an operator takeover pauses it; budgets end it; the
-generation is advanced where skills are executed (a cancel, reset or takeover) or adopted from
-the executor, so nothing decided before is executed after.
+"""The planner's run lifecycle and operator handling (the operator always wins): a message
+starts or resumes a run, ``/cancel`` and ``/reset`` end it, an operator takeover pauses it;
+budgets end it; the generation is advanced where skills are executed (a cancel, reset or
+takeover) or adopted from the executor, so nothing decided before is executed after.
 """
 
 from __future__ import annotations
@@ -144,7 +144,9 @@ class RunControl:
         self.p.publish_state()
 
     def continue_in(self, log: EpisodeLog) -> None:
-        """Carry a run on in the next episode's log (seed 003, run_continued)."""
+        """Carry a run on in the next episode's log, opening it with a ``run_continued`` event
+        (the run's config, status, plan so far and the episode it continues from) so each log
+        reads on its own."""
         old = self.p.log
         self.p.log = log
         log.has_run = True

@@ -1,5 +1,6 @@
-"""Parallel side answers (seed 004, "Párhuzamos Feldolgozás"): an independent quick question is
-answered in its own short model session while the main task carries on.  The side session may
+"""Parallel side answers: an independent quick question is answered in its own short model
+session while the main task carries on, since interrupting would break off the main task and
+queueing would keep the user waiting.  The side session may
 call the read-only tools it needs (:data:`SIDE_TOOL_NAMES`: ``task_status``, ``observe`` for
 fresh images, ``observe_scene`` when a vision backend is configured), for at most
 :data:`MAX_SIDE_ROUNDS` model calls; any other tool (a skill, ``cancel_task``,

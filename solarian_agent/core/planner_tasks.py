@@ -1,4 +1,4 @@
-"""The planner's task and timer tools (seed 004): ``task_status``, ``cancel_task``,
+"""The planner's task and timer tools: ``task_status``, ``cancel_task``,
 ``set_timer`` and ``cancel_timer``.  Their results say that the task's end or the timer arrives
 as its own event.
 """

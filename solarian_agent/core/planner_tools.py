@@ -1,7 +1,7 @@
 """The planner's tool set and the records of its calls: the harness instructions and the
-planner tools (``update_plan, observe, stop_action, ask_user, finish_task`` and seed 004's task
-tools), how a skill's catalogue entry becomes a tool for the model, the running actions and the
-turn in flight.
+planner tools (``update_plan, observe, stop_action, ask_user, finish_task`` and the task and
+timer tools), how a skill's catalogue entry becomes a tool for the model, the running actions
+and the turn in flight.
 """
 
 from __future__ import annotations
@@ -63,7 +63,9 @@ PLANNER_TOOLS: dict[str, ToolDef] = {
                             "required": ["summary", "success"], "additionalProperties": False}),
 }
 
-PLANNER_TOOLS.update(TASK_TOOLS)  # seed 004: task_status, cancel_task, set_timer, cancel_timer
+# a skill only starts a task, so the planner needs task_status, cancel_task, set_timer and
+# cancel_timer to follow and end what it started
+PLANNER_TOOLS.update(TASK_TOOLS)
 HARNESS_INSTRUCTIONS += TASK_INSTRUCTIONS + DATA_INSTRUCTIONS
 
 FRESH_FRAME_WAIT_S = 0.5  # the longest a wake waits for a frame newer than the last motion

@@ -125,7 +125,8 @@ class TurnCycle:
         slowed = derating_line(self.p.arm_diagnostics.latest())
         if slowed:
             lines.append(slowed)
-        # a fresh attention episode per wake (seed 001): autonomous unless a user asked
+        # a fresh attention episode (and acquisition budget) per wake: autonomous unless a
+        # user asked
         self.p.attention = AttentionEpisode(autonomous="message" not in self.p.wake_reasons)
         self.prepared_wake = self.p.views.capture_for_turn()
         self.p.news.clear()

@@ -1,4 +1,5 @@
-"""Urgency routing of planner events (seed 004, "Dinamikus Feldolgozási Stratégia").
+"""Urgency routing of planner events: as a person juggling tasks drops everything for an
+emergency and puts a routine item on the list, each event is handled by its urgency.
 
 Every event the planner receives is routed to one of three strategies:
 
@@ -404,7 +405,8 @@ def replace_progress(news: list[str], item: NewsItem) -> None:
     news.append(item)
 
 
-# placeholders (seed 004: an interrupted tool call gets an explicit result, never a fake success)
+# placeholders: an interrupted tool call gets an explicit result, never a fake success, so the
+# model never takes an unfinished call for a done one
 def placeholder_running(tool: str, task_id: str, why: str) -> str:
     return (f"interrupted ({why}): {tool} was still starting as task {task_id} when a new event "
             "arrived. It goes on in the background and has NOT finished; whether it started, "
@@ -477,7 +479,8 @@ TASK_INSTRUCTIONS = """\
 
 
 def describe_async(text: str) -> str:
-    """The sentence every skill description gets (seed 004: initiate/start semantics)."""
+    """The sentence every skill description gets: a skill call only starts a task, and its end
+    arrives later as an event, so the model never acts on a result it has not seen."""
     return (f"{text} Starts a task and returns its task id at once; the result arrives later "
             "as its own event.").strip()
 

@@ -1,4 +1,4 @@
-"""The skill contract (seed 003, "The skill contract") and tools.
+"""The skill contract and tools.
 
 Everything the planner and the monitor know about a tool comes from its skill through
 :meth:`Skill.tool_spec`.  By default that is the class attributes below; a skill whose behaviour
@@ -166,7 +166,7 @@ class Tool:
 
 def usable_tools(tools: Mapping[str, Tool]) -> dict[str, ToolSpec]:
     """Specs of the tools the planner may see; a skill without a description is left off with a
-    warning (seed 003)."""
+    warning, since the planner could not know when to choose it."""
     out: dict[str, ToolSpec] = {}
     for name, tool in tools.items():
         spec = tool.spec(name)
@@ -179,7 +179,8 @@ def usable_tools(tools: Mapping[str, Tool]) -> dict[str, ToolSpec]:
 
 
 # -------------------------------------------------------------------------------------------
-# Arrival: how a move ends (seed 003: "A move ends when the robot gets there")
+# Arrival: a move ends when the robot gets there, not after a fixed time, since every second a
+# finished move keeps running delays the next step
 # -------------------------------------------------------------------------------------------
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Planner timers (seed 004, "Időzítő Triggerek"): one-shot and repeating, on the injected clock.
+"""Planner timers: one-shot and repeating, on the injected clock, so the planner can wake itself
+later as any other event would wake it.
 
 No threads: the planner calls :meth:`Timers.pop_due` from its tick and turns every timer that
 fired into a ``timer`` event (urgency ``queue``).  A repeating timer that fell behind (a long

@@ -1,4 +1,5 @@
-"""What an operator's message means for routing (seed 004): the offline router's reading.
+"""What an operator's message means for routing: the offline router's reading (a message's
+meaning, not fixed rules, decides whether it interrupts, queues or is answered in parallel).
 
 The reading is by meaning, not by a first-word pattern: a message is cut into clauses (at
 punctuation and at "but" / "and then" / "de" / "aztán" ...), and each clause is read for

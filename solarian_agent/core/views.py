@@ -1,7 +1,8 @@
-"""Views for the planner (seed 000, "Observations and views").
+"""Views for the planner.
 
-The planner reads text and structure every turn; a picture reaches it only when it looks.
-:class:`ViewManager` gives it the seed's three calls:
+The planner reads text and structure every turn; a picture reaches it only when it looks, since
+most turns need none and the model decides whether to look, how often and for how long a view
+stays.  :class:`ViewManager` gives it three calls:
 
 * ``look(camera=None, region=None)``: a view (or a region of one, as fractions
   ``[x0, y0, x1, y1]`` of the capture) in the tool's result, now;

@@ -7,8 +7,8 @@ Two jobs share one interface:
   ``predicate`` with the probability that it holds, a ``choice`` with a value and the
   probability that it is right) about the frames the monitor selected.  Answers are typed JSON
   (one object per question); a question the backend cannot answer is left out, never guessed.
-* :meth:`VisionBackend.describe` describes one frame for a reader that sees no image (seed 001
-  ``observe_scene``, seed 000 views for a planner that reads no images).
+* :meth:`VisionBackend.describe` describes one frame for a reader that sees no image
+  (``observe_scene``, and views for a planner that reads no images, which is sent none).
 
 A failed call raises :class:`~solarian_agent.models.base.ModelError`; the monitor then answers
 nothing for that tick.  The model-backed implementation is
@@ -161,7 +161,8 @@ class VisionBackend(Protocol):
 
 
 def question_from_dict(d: Mapping[str, Any]) -> MonitorQuestion:
-    """A skill's question dict (seed 003) as the backend sees it.  Raises ValueError."""
+    """A skill's question dict (its ``monitor`` entry) as the backend sees it.  Raises
+    ValueError."""
     name = d.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ValueError("a monitor question needs a non-empty name")

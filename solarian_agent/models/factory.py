@@ -23,7 +23,8 @@ The offline providers (``rules``, ``cv``, ``scripted``) need no HTTP and are bui
 harness; asking this factory for one raises :class:`ModelConfigError` saying so.
 
 ``purpose`` is ``planner``, ``monitor``, ``vision`` or ``router``: a ``vision`` provider never
-retries (seed 001); a ``planner`` provider also caches the conversation prefix on Anthropic.
+retries (a perception call is one capture read once); a ``planner`` provider also caches the
+conversation prefix on Anthropic.
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ a server's hint) that would end past it ends the call at once.  A call made insi
 on after that (the planner sets it when the run ends or the call's reply is discarded, the
 model-call worker for every call at shutdown).
 
-Perception calls (``purpose="vision"``) never retry: seed 001 allows one acquisition and one
-interpretation per call, so the provider gives them a policy with ``max_retries=0``.
+Perception calls (``purpose="vision"``) never retry: a call is one captured frame interpreted
+once, and looking again is the planner's choice, counted against its acquisition budget, so the
+provider gives them a policy with ``max_retries=0``.
 """
 
 from __future__ import annotations

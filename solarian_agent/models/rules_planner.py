@@ -7,8 +7,9 @@ simulator's ground truth), points, picks and places, and finishes.  It speaks th
 interface like any model: it reads the request's messages (:mod:`.rules_state`) and answers
 with tool calls, so the harness treats it exactly as it would a real planner.
 
-Three execution strategies (seed 004, experiment 6-13), chosen by ``strategy`` (or the model
-name: ``rules-open-loop``, ``rules-step-verified`` = ``rules-v1``, ``rules-predictive``):
+Three execution strategies, compared on the same task with recoverable grasp faults to show
+what looking again after each step buys, chosen by ``strategy`` (or the model name:
+``rules-open-loop``, ``rules-step-verified`` = ``rules-v1``, ``rules-predictive``):
 
 * ``open_loop`` — the whole pick / place / home sequence from the first overhead image (its
   points written into the plan), run step by step without looking again and without reacting

@@ -1,5 +1,6 @@
-"""The predictive strategy's short-horizon model of skill outcomes (seed 004, experiment 6-13),
-over what the planner sees: the overhead image's detections and the harness's reports.
+"""The predictive strategy's short-horizon model of skill outcomes, to rank the candidate next
+skills before choosing one (a fresh ``verify_state`` still decides what was done), over what the
+planner sees: the overhead image's detections and the harness's reports.
 
 * Which object next: every order of the pending goals is costed as the pixel path the tip
   travels (from the arm's base, through each object to its receptacle), each leg divided by the

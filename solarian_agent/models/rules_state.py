@@ -42,8 +42,8 @@ RELEASE_MM = 98  # the opening that lets go of a held object: a pick's own
 HOME_TIP_MM = (83.3, 0.0, 298.9)
 HOME_TOL_MM = 15.0
 
-# "finished by the monitor": a monitor finish rule ended the action as done (seed 003: the
-# skill succeeded; its follow-up, e.g. home_holding, was started by the harness)
+# "finished by the monitor": a monitor finish rule ended the action as done (the skill counts
+# as succeeded; the rule's follow-up, e.g. home_holding, was started by the harness)
 _OUTCOME = re.compile(r"Action ([\w-]+) \((\w+)\) (succeeded|failed|was stopped|was refused|"
                       r"ran its limit|finished by the monitor)(.*)")
 _MONITOR_FAIL = re.compile(r"The (?:monitor|controller check) failed action ([\w-]+) "

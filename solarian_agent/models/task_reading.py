@@ -17,7 +17,7 @@
   sink, on the paper).
 
 Objects are matched by their colours and kinds (:data:`OBJECTS`); the table holds a red cup, a
-yellow paper ball, a tray and a bin (seed 004's tabletop).
+yellow paper ball, a tray and a bin (the tidy-up task's tabletop).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""``observe_scene(focus)``: bounded one-frame visual perception (seed 001).
+"""``observe_scene(focus)``: bounded one-frame visual perception, on demand only (no streaming,
+polling or image history), its answer model-made and never authoritative state.
 
 * ``focus`` is the only argument: a trimmed, non-empty string of at most 300 characters without
   control characters.  It cannot select a camera, file, URL, crop, exposure, resolution,

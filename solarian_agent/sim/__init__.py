@@ -1,4 +1,6 @@
-"""The built-in tabletop simulator (seed 004, experiments 6-11, 6-13, 6-14).
+"""The built-in tabletop simulator: the tidy-up task without hardware, for the ideal
+controller's upper bound, the execution strategies under recoverable faults and the
+domain-shift test, each over many seeds.
 
 * :mod:`.world` — the 2D tabletop: red cup, yellow paper, tray, bin; the arm's joints with
   speed limits; grasp / release; ground truth (``World.truth()``).

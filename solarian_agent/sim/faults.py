@@ -1,4 +1,5 @@
-"""Seeded fault injection for the tabletop simulator (seed 004, experiment 6-13).
+"""Seeded fault injection for the tabletop simulator, so the execution strategies can be
+compared on how they recover from transient failures.
 
 Faults are *recoverable*: the object stays on the table and reachable, so a controller that
 verifies and retries can finish the task.

@@ -1,5 +1,6 @@
-"""The tidy-up tools (seed 004, experiment 6-12) straight over a simulated ``World``: the
-reference path of experiment 6-11, not the product.
+"""The tidy-up tools (observe_scene, pick, place, verify_state and stop: the only actions an
+agent is given, never raw joint angles) straight over a simulated ``World``: the reference path
+beside the ideal controller, not the product.
 
 :class:`TidyTools` acts on the world the way the arm's skills would and sees it the way the
 agent does (rendered camera pixels and the arm's own joint positions), but without the bus, the

@@ -1,4 +1,5 @@
-"""The 2D tabletop world of seed 004 (experiments 6-11 / 6-13): the tidy-up task.
+"""The 2D tabletop world of the tidy-up task: the red cup goes on the tray, the yellow paper in
+the bin, and the arm ends at home.
 
 Coordinates: x forward (away from the arm), y left, z up, metres.  The arm base stands at the
 origin on the table top (z = 0); the table spans ``WorldConfig.table_x`` x ``table_y``

@@ -1,4 +1,5 @@
-"""The arm skills of the tidy-up task, each with the seed's skill contract.
+"""The arm skills of the tidy-up task: each tells the planner and the monitor all they know of
+it through its tool spec (:mod:`solarian_agent.core.skill`).
 
 Every motion is a sequence of joint-space waypoints; a waypoint ends by :class:`Arrival`
 (within tolerance, or nothing moved for 0.3 s counted from 0.5 s after the send), so a skill
@@ -52,14 +53,18 @@ GRIPPER_CLOSE = SO101_JAW.lower  # closing squeezes: a held object stops the jaw
 HELD_MIN_ANGLE = SO101_JAW.angle_for(HELD_MIN_OPENING)
 HELD_MAX_ANGLE = SO101_JAW.clear_angle(HELD_MAX_CLEARANCE)
 
-# the monitor questions (seed 003, "Monitor questions"), answered by any vision backend, in the
-# seed's wording.  The rules are measured on the labelled ticks of the product's own picks
-# (``solarian-agent make-ticks``; test/data/product_ticks): a pick is judged every 0.5 s, its
-# last tick at most 3 s in, the jaws reach the object no earlier than 1 s in, and a missed grasp
-# shows on one tick only before the skill's own aperture check ends it, so the failure rule
-# counts from 1 s with ``consecutive: 1`` (``consecutive: 2`` escalated 1 missed pick in 46).
-# The finish rule is the seed's: one confident holding tick ends the pick and carries the
-# object home with the grip kept.
+# the monitor questions, answered by any vision backend.  Each choice is defined by what changes
+# between the previous and the current close-up (closer, closing, reopened) or by what shows in
+# the current one (jaws bent around the target), so it holds for any object, and ``failed``
+# describes the nearest miss; a phase judged across frames is answered more reliably than a
+# "is this failing?" predicate, which comes back yes during the approach.  The rules are
+# measured on the labelled ticks of the product's own picks (``solarian-agent make-ticks``;
+# test/data/product_ticks): a pick is judged every 0.5 s, its last tick at most 3 s in, the jaws
+# reach the object no earlier than 1 s in, and a missed grasp shows on one tick only before the
+# skill's own aperture check ends it, so the failure rule counts from 1 s with
+# ``consecutive: 1`` (``consecutive: 2`` escalated 1 missed pick in 46).
+# The finish rule needs no delay or repeat: one confident holding tick ends the pick (faster and
+# cheaper than several in a row) and its ``then`` carries the object home with the grip kept.
 PICK_MONITOR: tuple[dict[str, Any], ...] = (
     {
         "name": "progress", "type": "choice", "camera": "wrist",
@@ -424,7 +429,8 @@ class VerifyState(Skill):
 
 class StallTripwire:
     """check_agent_action: a pick or place whose arm and gripper stayed within a few
-    millimetres for 5 s fails and starts home_holding (seed 003, so106's tripwire)."""
+    millimetres for 5 s fails and starts home_holding: a stall is plain in the readings, whatever
+    the object, where thresholds on aperture or height would break with every new object."""
 
     def __init__(self, arm: ArmPort, tools: tuple[str, ...] = ("pick_object", "place_at"),
                  still_mm: float = 3.0, still_s: float = 5.0) -> None:

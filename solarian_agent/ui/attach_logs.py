@@ -1,5 +1,6 @@
 """``solarian-agent attach-logs <robot session dir>``: copy the controller's episode logs in
-beside the robot's recording of the same session (seed 003, "Episode logs").
+beside the robot's recording of the same session, so each episode's logs travel with its
+recording.
 
     recordings/controller/<session>/episodes/<episode>/logs
         -> recordings/robot/<session>/episodes/<episode>/logs

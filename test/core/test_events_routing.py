@@ -1,4 +1,4 @@
-"""Seed 004, event-driven planner: urgency routing (interrupt / queue / parallel), batches with
+"""The event-driven planner: urgency routing (interrupt / queue / parallel), batches with
 "[Unprocessed event k/N]" markers, placeholders for interrupted tool calls, long-running tools
 with task ids, progress, task_status / cancel_task, timers, and the guarantee that the planner
 never decides on a result that has not arrived.  Driven by the scripted model on a fake clock."""

@@ -1,6 +1,6 @@
-"""What the planner makes of monitor verdicts (seed 003, "Monitor questions"): a step the
-monitor failed stays failed until the planner decides, controller checks are worded as
-reliable and monitor flags as fallible, and an answer below its rules' floor is no finding."""
+"""What the planner makes of monitor verdicts: a step the monitor failed stays failed until
+the planner decides, controller checks are worded as reliable and monitor flags as fallible,
+and an answer below its rules' floor is no finding."""
 
 from solarian_agent.core import names
 from solarian_agent.core.messages import MonitorVerdict

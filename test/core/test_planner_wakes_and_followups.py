@@ -1,5 +1,5 @@
 """Planner wakes, the plan queue holding for the planner's reply, monitor ``then`` follow-ups
-and per-action bookkeeping (seed 003, "How a run goes" and "Monitor questions")."""
+and per-action bookkeeping."""
 
 import threading
 import time

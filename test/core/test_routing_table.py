@@ -34,7 +34,7 @@ def test_the_table_has_forty_rows_in_both_languages_and_the_issue_and_seed_examp
     assert sum(r.lang == "hu" for r in bench.TABLE) >= 15
     assert sum(r.lang == "en" for r in bench.TABLE) >= 25
     assert set(ISSUE_EXAMPLES) <= texts
-    # seed 004's own examples
+    # the textbook case of each strategy
     assert {"Milyen idő lesz ma?", "Küldd el a jelentést kínaiul", "Mégse",
             "Stop! Rosszul mondtam", "Hány óra van?"} <= texts
     assert {r.kind for r in bench.TABLE} == {"interrupt", "queue", "parallel"}

@@ -1,4 +1,4 @@
-"""Views (seed 000), observe_scene (seed 001) and monitor notes as the planner uses them."""
+"""Views, observe_scene and monitor notes as the planner uses them."""
 
 import re
 
@@ -116,7 +116,7 @@ def test_monitor_notes_for_untracked_actions_are_dropped():
 
 
 def test_observe_scene_slots_follow_call_order_around_an_effect():
-    """Seed 001: acquisitions before the first effect are allowed, none after it, whatever
+    """An attention episode allows acquisitions before its first effect, none after it, whatever
     thread the interpretation runs on; a third acquisition is refused."""
     from solarian_agent.core.planner import ThreadCaller
 

@@ -99,7 +99,8 @@ def test_a_keyless_local_server_needs_no_key_variable(server: Any) -> None:
 
 
 def test_the_seed_configuration_builds(tmp_path: Any) -> None:
-    """seed 003's agent: block (planner anthropic + thinking, monitor openai_responses)."""
+    """A full model-backed agent: block (planner anthropic + thinking, monitor
+    openai_responses)."""
     cfg = load_agent_config({"agent": {
         "planner": {"provider": "anthropic", "model": "claude-opus-5",
                     "api_key_env": "ANTHROPIC_API_KEY", "thinking_budget": 4096},

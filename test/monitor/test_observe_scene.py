@@ -1,4 +1,4 @@
-"""observe_scene(focus) (seed 001): validation, one frame, limits, no retries, timing, no image
+"""observe_scene(focus): validation, one frame, limits, no retries, timing, no image
 retention, when it is offered, and the attention-episode acquisition budget."""
 
 import gc

@@ -185,7 +185,8 @@ def test_the_old_rules_could_never_fire_on_a_product_pick():
 
 
 def test_the_pick_question_has_the_seeds_full_wording():
-    """The seed's wording, on the SO-101's jaws instead of its fingers."""
+    """The full wording (success and nearest miss as the camera shows them, for any object),
+    on the SO-101's jaws instead of fingers."""
     q = PICK_MONITOR[0]
     assert q["choices"]["holding"].endswith(
         "both jaws touch it, and the jaws are visibly bent by the pressure on it.")

@@ -1,4 +1,4 @@
-"""Monitor rules (seed 003): threshold, consecutive, after_s, then, escalate once, questions
+"""Monitor rules: threshold, consecutive, after_s, then, escalate once, questions
 without when, and the start-up validation of questions and rules."""
 
 import pytest

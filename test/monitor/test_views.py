@@ -1,4 +1,4 @@
-"""Views for the planner (seed 000): look / watch / keep / pin, fixed views, and descriptions
+"""Views for the planner: look / watch / keep / pin, fixed views, and descriptions
 from a named vision model for a planner that reads no images."""
 
 import numpy as np

@@ -1,7 +1,8 @@
 """The policy config yaml a :class:`~.skill.PolicySkill` is bound to (``config/skills/
 pick_policy.yaml``): which policy, on which backend, how its observations are built, how its
-actions become joint targets, how its chunks are executed, and the seed's ``agent:`` block the
-skill's tool spec comes from.  Typed frozen dataclasses, validated on load; an error names the
+actions become joint targets, how its chunks are executed, and the ``agent:`` block the skill's
+tool spec comes from (a learned skill's description, parameters and monitor questions live with
+its policy, not in code).  Typed frozen dataclasses, validated on load; an error names the
 YAML path (``<file>:observation.images[0].size``).
 
 ::

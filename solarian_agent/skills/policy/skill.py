@@ -1,4 +1,4 @@
-"""``PolicySkill``: a skill whose behaviour is a learned policy (seed 003's ``UMISkill``).
+"""``PolicySkill``: a skill whose behaviour is a learned policy, described by its config.
 
 It is bound to a policy config yaml (:mod:`.config`), loaded once when the tools are built
 (:func:`load_policy`: a missing backend, a missing file or a model whose inputs and outputs do

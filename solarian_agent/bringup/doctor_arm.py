@@ -317,24 +317,16 @@ def check_offsets(bus: FeetechBus, setup: ArmSetup, inv: _Inventory) -> Finding:
         return ok(name, f"every servo holds {Path(path).name}'s homing offset: the "
                   "calibration is this arm's")
     port = setup.port
-    if all(v == 0 for v in held.values()):
-        # calibrate keeps an existing file's offsets: a fresh file starts from 0, as these
-        # servos hold
-        new = arm("calibrate", port, "--calibration", _new_file(path))
-        fix = (f"calibrate this arm into a new file, {new}, and name it in the profile "
-               f"({bringup('arm_calibration')})")
-    else:
+    # `arm calibrate` records the offsets the servos hold, so calibrating into the same file
+    # makes it this arm's; servos holding LeRobot's offsets may rather take LeRobot's file
+    fix = f"calibrate this arm: {arm('calibrate', port, '--calibration', path)}"
+    if any(v != 0 for v in held.values()):
         lerobot = command("arm", "import-lerobot", "--id", "ID", "--port", port,
                           "--calibration", path)
-        fix = ("these servos hold LeRobot's offsets: take this arm's own LeRobot calibration "
-               f"(ID: the id LeRobot calibrated it under), {lerobot}")
+        fix += (f"; or, as these servos hold LeRobot's offsets, take this arm's own LeRobot "
+                f"calibration (ID: the id LeRobot calibrated it under): {lerobot}")
     return fail(name, f"{path} is not this arm's calibration: servo/file homing offsets "
                 f"{', '.join(differ)} (a file from another arm, or servos reset since)", fix)
-
-
-def _new_file(path: str) -> str:
-    p = Path(path)
-    return str(p.with_name(f"{p.stem}_this_arm{p.suffix or '.yaml'}"))
 
 
 def arm_findings(profile: RobotProfile, guard: Guard, servo_timeout_s: float

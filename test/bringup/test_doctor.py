@@ -239,7 +239,8 @@ def test_a_calibration_from_another_arm_names_the_joints_whose_offsets_differ(tm
     assert line.startswith("fail ") and "is not this arm's calibration" in line
     assert "servo/file homing offsets shoulder_pan 0/-1365, shoulder_lift 0/-1200" in line
     assert "gripper 0/1437" in line
-    assert f"solarian-agent arm calibrate --port {sim.port_name} --calibration" in line
+    assert (f"calibrate this arm: `solarian-agent arm calibrate --port {sim.port_name} "
+            f"--calibration {arm_file}`") in line
     assert lines["servo ids"].startswith("ok ")
 
 

@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from solarian_agent.hw.errors import CalibrationError
 from solarian_agent.hw.feetech import FeetechArm, FeetechArmConfig
 from solarian_agent.hw.feetech import protocol as P
 from solarian_agent.hw.feetech.arm import default_arm_config
-from solarian_agent.hw.feetech.calibration import ArmCalibration
+from solarian_agent.hw.feetech.calibration import ArmCalibration, default_so101
 from solarian_agent.hw.feetech.cli import main
+from solarian_agent.hw.feetech.protocol import STS3215
 from solarian_agent.hw.feetech.setup_tools import (
     SetupError,
     find_single_servo,
@@ -288,3 +290,37 @@ def test_the_pty_is_gone_after_stop():
     assert os.path.exists(name)
     sim.stop()
     assert not os.path.exists(name)
+
+
+def test_calibrate_records_the_homing_offsets_the_servos_hold(tmp_path, monkeypatch, capsys):
+    """Ranges are measured in the ticks the servos report (actual - their offset), so the file
+    must name the offsets these servos hold, not an older file's: else the file reads as
+    another arm's calibration."""
+    from solarian_agent.hw.feetech import cli as feetech_cli
+    from solarian_agent.hw.feetech.bus import FeetechBus
+    from solarian_agent.hw.feetech.calibration import with_held_offsets
+    from solarian_agent.hw.feetech.lerobot import LeRobotMotor, write_servo_offsets
+
+    held = {1: 150, 2: -320, 3: 0, 4: 1000, 5: -7, 6: 42}
+    with SimulatedBus() as sim:
+        bus = FeetechBus(sim.port_name)
+        bus.connect()
+        try:
+            write_servo_offsets(bus, {f"j{i}": LeRobotMotor(f"j{i}", i, 0, off, 0, 4095)
+                                      for i, off in held.items()})
+            got = with_held_offsets(default_so101(), lambda sid: bus.read_register(
+                sid, STS3215.HOMING_OFFSET))
+        finally:
+            bus.disconnect()
+        assert {j.servo_id: j.homing_offset for j in got.joints} == held
+        # and `arm calibrate` starts its calibration from them
+        seen = {}
+
+        def capture(read_raw, ui, base=None, **kw):
+            seen.update({j.servo_id: j.homing_offset for j in base.joints})
+            raise CalibrationError("stopped by the test")
+
+        monkeypatch.setattr(feetech_cli, "run_guided_calibration", capture)
+        assert main(["calibrate", "--port", sim.port_name, "--calibration",
+                     str(tmp_path / "arm.yaml")]) == 1
+    assert seen == held

@@ -323,6 +323,18 @@ class CalibrationAborted(CalibrationError):
     """The user aborted the guided calibration."""
 
 
+def with_held_offsets(cal: ArmCalibration, read_offset: Callable[[int], int]
+                      ) -> ArmCalibration:
+    """``cal`` with each joint's homing offset as its servo holds it (``read_offset(id)``).
+
+    A calibration records ticks as the servos report them (actual - their homing offset), so
+    a file is this arm's only with the offsets these servos hold: taking them from an older
+    file (another arm's, or before the servos were reset) would name offsets the ranges were
+    not measured under, and a check of the file against the servos would fail."""
+    return replace(cal, joints=tuple(replace(j, homing_offset=int(read_offset(j.servo_id)))
+                                     for j in cal.joints))
+
+
 def run_guided_calibration(
     read_raw: Callable[[], Mapping[str, int]],
     ui: CalibrationUI,
@@ -342,7 +354,8 @@ def run_guided_calibration(
        False;
     4. ranges shrink by ``margin_ticks``; a joint's zero is the middle of its range (LeRobot's
        degrees); limits become the recorded travel in radians, never wider than ``base``'s
-       limits (the arm's hard limits); ids, drive modes and homing offsets come from ``base``.
+       limits (the arm's hard limits); ids, drive modes and homing offsets come from ``base``
+       (:func:`with_held_offsets` gives it the offsets the servos hold).
 
     Raises ``CalibrationAborted`` when the user aborts and ``CalibrationError`` naming the
     joint when a joint barely moved or the middle pose lies outside its travel.

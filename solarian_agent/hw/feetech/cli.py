@@ -32,7 +32,9 @@ from solarian_agent.hw.feetech.calibration import (
     ArmCalibration,
     default_so101,
     run_guided_calibration,
+    with_held_offsets,
 )
+from solarian_agent.hw.feetech.protocol import STS3215
 from solarian_agent.hw.feetech.simbus import SimulatedBus
 from solarian_agent.hw.tables import format_table
 
@@ -236,8 +238,10 @@ def _calibrate(args: argparse.Namespace, stack: ExitStack) -> int:
 
     arm = _arm(args, stack, new_file_ok=True, configure=not args.dry_run)
     path = _calibration_file(args)
+    base = with_held_offsets(arm.calibration, lambda sid: arm.bus.read_register(
+        sid, STS3215.HOMING_OFFSET))
     new = run_guided_calibration(arm.read_raw_positions, TerminalCalibrationUI(),
-                                 base=arm.calibration, set_torque=arm.set_torque)
+                                 base=base, set_torque=arm.set_torque)
     writes = servo_config.plan(new, arm.config.servo_settings)
     print("\ndry run: the servos would be brought to these values:" if args.dry_run
           else "\nbringing the servos to these values:")

@@ -202,20 +202,13 @@ class RobotProfile:
         }}
 
     def save(self, path: str | Path | None = None) -> Path:
-        import yaml
+        from solarian_agent.core.config import write_yaml
 
-        p = Path(path or self.path or default_profile_path()).expanduser()
         stamp = now_iso()
         prof = replace(self, created=self.created or stamp, updated=stamp)
-        text = ("# Robot profile for solarian_agent, written by `solarian-agent bringup` "
-                "(the format: solarian_agent/bringup/profile.py).\n"
-                + yaml.safe_dump(prof.to_mapping(), sort_keys=False, default_flow_style=None,
-                                 width=99))
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_suffix(p.suffix + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(p)
-        return p
+        return write_yaml(path or self.path or default_profile_path(), prof.to_mapping(),
+                          "# Robot profile for solarian_agent, written by `solarian-agent "
+                          "bringup` (the format: solarian_agent/bringup/profile.py).\n")
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> RobotProfile:

@@ -339,6 +339,18 @@ def read_yaml(path: str | Path, missing: str = "file not found") -> Any:
         raise ConfigError(str(path), f"not valid YAML: {e}") from e
 
 
+def write_yaml(path: str | Path, doc: Any, header: str = "") -> Path:
+    """Write ``doc`` as YAML under the comment lines ``header``, atomically: a new file is
+    renamed over the old, so a crash mid-write never leaves half a calibration behind."""
+    p = Path(path).expanduser()
+    text = header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=99)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(p.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(p)
+    return p
+
+
 def settings_from_mapping(cls: type[_S], data: Any, where: str) -> _S:
     """A frozen settings dataclass with a ``where`` field (its YAML path) from a YAML mapping:
     None gives the defaults; a non-mapping or an unknown key is a ConfigError naming its path

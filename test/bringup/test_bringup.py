@@ -96,10 +96,7 @@ def test_the_profile_and_calibration_files_say_what_bringup_measured(first_run: 
 def test_a_second_run_resumes_and_skips_every_step_done(first_run: Any, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]
                                                         ) -> None:
-    _, _, profile = first_run
-    d = tmp_path / "copy"
-    shutil.copytree(profile.parent, d)
-    _rewrite_paths(d / "robot.yaml", str(profile.parent), str(d))
+    d = _copy_of(first_run[2], tmp_path / "copy")
     rc, doc = _run(capsys, d / "robot.yaml")
     assert rc == 0 and doc["ready"] is True
     assert {s: doc["steps"][s]["status"] for s in STEPS} == {s: "skipped" for s in STEPS}
@@ -108,10 +105,7 @@ def test_a_second_run_resumes_and_skips_every_step_done(first_run: Any, tmp_path
 def test_a_camera_pose_off_by_2_cm_fails_the_pointing_check(first_run: Any, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]
                                                             ) -> None:
-    _, _, profile = first_run
-    d = tmp_path / "off"
-    shutil.copytree(profile.parent, d)
-    _rewrite_paths(d / "robot.yaml", str(profile.parent), str(d))
+    d = _copy_of(first_run[2], tmp_path / "off")
     cal_file = d / "cameras" / "overhead.yaml"
     raw = yaml.safe_load(cal_file.read_text())
     raw["camera_calibration"]["extrinsics"]["translation_m"][1] += 0.02
@@ -127,8 +121,12 @@ def test_a_camera_pose_off_by_2_cm_fails_the_pointing_check(first_run: Any, tmp_
     assert doc["steps"]["poses"]["status"] == "skipped"
 
 
-def _rewrite_paths(profile: Path, old: str, new: str) -> None:
-    profile.write_text(profile.read_text().replace(old, new))
+def _copy_of(profile: Path, d: Path) -> Path:
+    """The bring-up's folder copied to ``d``, its profile naming the copied files."""
+    shutil.copytree(profile.parent, d)
+    p = d / "robot.yaml"
+    p.write_text(p.read_text().replace(str(profile.parent), str(d)))
+    return d
 
 
 @pytest.mark.parametrize("argv, says", [

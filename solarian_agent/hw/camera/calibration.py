@@ -257,20 +257,13 @@ class CameraCalibration:
         return {"camera_calibration": doc}
 
     def save(self, path: str | Path) -> Path:
-        import yaml
+        from solarian_agent.core.config import write_yaml
 
-        p = Path(path).expanduser()
-        text = ("# Camera calibration for solarian_agent (the format: docs/hardware.md, "
-                "solarian_agent/hw/camera/calibration.py).\n"
-                f"# Made by `{COMMAND}`; K in pixels, translation in metres, the extrinsics are "
-                "the camera's optical frame in the arm's base frame.\n"
-                + yaml.safe_dump(self.to_mapping(), sort_keys=False, default_flow_style=None,
-                                 width=99))
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_suffix(p.suffix + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(p)
-        return p
+        return write_yaml(path, self.to_mapping(),
+                          "# Camera calibration for solarian_agent (the format: "
+                          "docs/hardware.md, solarian_agent/hw/camera/calibration.py).\n"
+                          f"# Made by `{COMMAND}`; K in pixels, translation in metres, the "
+                          "extrinsics are the camera's optical frame in its parent frame.\n")
 
     @classmethod
     def load(cls, path: str | Path) -> CameraCalibration:

@@ -269,14 +269,11 @@ class ArmCalibration:
         elif settings is not None:
             keep = dict(settings)
         arm = {**keep, **self.to_mapping()}
-        text = "# SO-101 arm calibration (solarian_agent.hw.feetech.calibration).\n" \
-               "# Units: radians (LeRobot degrees * pi/180), the gripper the jaw angle; " \
-               "ticks 0..4095.\n" + \
-            yaml.safe_dump({"arm": arm}, sort_keys=False, default_flow_style=None, width=99)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_suffix(p.suffix + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(p)
+        from solarian_agent.core.config import write_yaml
+
+        write_yaml(p, {"arm": arm}, "# SO-101 arm calibration "
+                   "(solarian_agent.hw.feetech.calibration).\n# Units: radians (LeRobot "
+                   "degrees * pi/180), the gripper the jaw angle; ticks 0..4095.\n")
 
 
 def _int(v: Any) -> int:

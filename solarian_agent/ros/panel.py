@@ -24,6 +24,20 @@ from . import common
 from .ui_link import RosLink
 
 
+def _robot_summary(path: str, log: Any) -> dict[str, Any] | None:
+    """The profile's summary for the page; a profile that cannot be read is shown as such
+    (the panel still serves: it is how the operator stops the arm)."""
+    if not path:
+        return None
+    from ..bringup.profile import RobotProfile
+
+    try:
+        return RobotProfile.load(path).summary()
+    except (ConfigError, OSError) as e:
+        log.warning(f"the robot profile cannot be read: {e}")
+        return {"name": "robot", "ready": False, "missing_steps": ["a readable profile"]}
+
+
 def main(args: Sequence[str] | None = None) -> int:
     from ..ui.panel import serve_panel
     from ..ui.panel_cli import PANEL_TOKEN_ENV, public_url
@@ -77,16 +91,3 @@ def main(args: Sequence[str] | None = None) -> int:
 if __name__ == "__main__":
     sys.exit(main())
 
-
-def _robot_summary(path: str, log: Any) -> dict[str, Any] | None:
-    """The profile's summary for the page; a profile that cannot be read is shown as such
-    (the panel still serves: it is how the operator stops the arm)."""
-    if not path:
-        return None
-    from ..bringup.profile import RobotProfile
-
-    try:
-        return RobotProfile.load(path).summary()
-    except (ConfigError, OSError) as e:
-        log.warning(f"the robot profile cannot be read: {e}")
-        return {"name": "robot", "ready": False, "missing_steps": ["a readable profile"]}

@@ -200,7 +200,7 @@ function renderRobot(r) {
   const el = $("robot");
   if (!r || r.name === "simulator") {
     el.textContent = "simulator";
-    el.dataset.ready = "unknown";
+    el.dataset.ready = "sim";
     return;
   }
   const worst = Object.entries(r.worst_mm || {}).map(([c, mm]) => `${c} ${mm} mm`).join(", ");

@@ -35,7 +35,6 @@ def arm(sim: SimulatedBus) -> Iterator[FeetechArm]:
     a.disconnect()
 
 
-
 @pytest.fixture
 def blocked() -> Iterator[tuple[SimulatedBus, FeetechArm, FakeClock]]:
     """An arm that cannot move: the simulated servos advance on their own clock, which this

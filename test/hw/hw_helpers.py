@@ -10,7 +10,14 @@ from hypothesis import HealthCheck, Phase, settings
 
 from solarian_agent.arm.safety import ArmLimits
 from solarian_agent.core.clock import FakeClock
-from solarian_agent.hw.feetech import ArmController, ArmControllerConfig, FeetechArm, FeetechBus
+from solarian_agent.hw.errors import HardwareError
+from solarian_agent.hw.feetech import (
+    ArmController,
+    ArmControllerConfig,
+    FeetechArm,
+    FeetechBus,
+    default_so101,
+)
 from solarian_agent.hw.feetech.arm import ArmState
 from solarian_agent.hw.feetech.simbus import SimulatedBus
 
@@ -52,7 +59,7 @@ def property_settings(max_examples: int) -> settings:
 def make(arm: FeetechArm, workspace: Any = False, **kw: Any
          ) -> tuple[ArmController, FakeClock, list[tuple[str, dict]]]:
     """A controller over the joint layer alone (workspace off) unless ``workspace`` is given;
-    the workspace box has its own tests in test_hw_controller.py."""
+    the workspace box has its own tests in test_controller_limits.py."""
     clock = FakeClock()
     events: list[tuple[str, dict]] = []
     cfg = ArmControllerConfig(rate_hz=1 / PERIOD, **kw)
@@ -96,3 +103,55 @@ class ArmPassThrough:
 
     def set_torque(self, enabled: bool, joints: Sequence[str] | None = None) -> None:
         self._arm.set_torque(enabled, joints)
+
+
+# --------------------------------------------------------------------- the controller's tests
+
+NAMES = default_so101().names
+
+# what SpyArm's failing read and torque write say (the tests assert them in faults and events)
+READ_ERR = "servo 1 did not answer (test)"
+TORQUE_ERR = "torque write failed (test)"
+
+
+class SpyArm(ArmPassThrough):
+    """The sim's arm recording what the controller asks of ``set_torque`` and failing reads
+    or torque writes on demand (a bus that stops answering, a torque write that does not go
+    through), without the read timeouts."""
+
+    def __init__(self, arm: FeetechArm) -> None:
+        super().__init__(arm)
+        self.torque_calls: list[tuple[bool, object]] = []
+        self.fail_read = False
+        self.fail_torque = False
+
+    def read_state(self) -> ArmState:
+        if self.fail_read:
+            raise HardwareError(READ_ERR)
+        return super().read_state()
+
+    def set_torque(self, enabled: bool, joints: Sequence[str] | None = None) -> None:
+        self.torque_calls.append((enabled, joints))
+        if self.fail_torque:
+            raise HardwareError(TORQUE_ERR)
+        super().set_torque(enabled, joints)
+
+
+class FailWriteArm(SpyArm):
+    """A stand-in whose goal writes fail on demand (the SYNC_WRITE does not go out)."""
+
+    fail_write = False
+
+    def write_goal(self, positions: Mapping[str, float]) -> Mapping[str, int]:
+        if self.fail_write:
+            raise HardwareError("goal write failed (test)")
+        return super().write_goal(positions)
+
+
+def pan_with_lead(arm: FeetechArm) -> tuple[ArmController, FakeClock, float, float, float]:
+    """A controller with a 0.1 s lead after its first step: shoulder_pan's start, its lead
+    (max_velocity x lead_time_s) and its step (max_velocity x period)."""
+    ctl, clock, _ = make(arm, lead_time_s=0.1)
+    start = ctl.step().state.positions["shoulder_pan"]
+    vmax = ctl.limits.as_dict()["shoulder_pan"].max_velocity
+    return ctl, clock, start, vmax * 0.1, vmax * PERIOD

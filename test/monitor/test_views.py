@@ -175,3 +175,31 @@ def test_no_frame_yet():
     with pytest.raises(ToolCallRejected, match="no camera"):
         vm.handle("look", {})
     assert vm.images_for_turn() == []
+
+
+def _views(frames):
+    """A view manager on one camera, ``wrist``, whose frames ``frames`` returns."""
+    clock = FakeClock()
+    store = ObservationStore(clock, 320, 30.0, grid=False)
+    return ViewManager(clock, store, frames, ["wrist"], reads_images=True)
+
+
+def test_a_rejected_look_does_not_change_keep():
+    vm = _views(lambda cam: None)  # no frame yet
+    with pytest.raises(ToolCallRejected):
+        vm.prepare("look", {"keep": 3})
+    assert vm.keep == 0
+    vm.pins = {f"p{i}": [] for i in range(8)}
+    with pytest.raises(ToolCallRejected):
+        vm.prepare("look", {"keep": 2, "pin": "one more"})
+    assert vm.keep == 0
+
+
+def test_a_pin_name_is_trimmed_everywhere():
+    vm = _views(lambda cam: Image(pattern(48, 64), 0.0, cam, 1))
+    for i in range(8):
+        vm.prepare("look", {"pin": f"p{i}"})
+    vm.prepare("look", {"pin": " p3 "})  # replaces p3: no ninth pin, no refusal
+    assert sorted(vm.pins) == [f"p{i}" for i in range(8)]
+    vm.prepare("unpin", {"name": " p3 "})
+    assert "p3" not in vm.pins

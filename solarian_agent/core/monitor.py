@@ -197,6 +197,11 @@ class MonitorEngine:
         return self.log.recent
 
     @property
+    def tools(self) -> frozenset[str]:
+        """The tools of the catalogue (a ``then`` must name one of them)."""
+        return self.catalogue.tools
+
+    @property
     def calls(self) -> int:
         return self.tick_calls.calls
 

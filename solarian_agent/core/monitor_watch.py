@@ -89,6 +89,11 @@ class ToolCatalogue:
         action (the tripwires still run)."""
         self._questions = {}
 
+    @property
+    def tools(self) -> frozenset[str]:
+        """The tools named in the catalogue (none until it is loaded)."""
+        return frozenset(self._tools)
+
     def has_tool(self, name: str) -> bool:
         return name in self._tools
 

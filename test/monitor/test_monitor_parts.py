@@ -30,6 +30,7 @@ from solarian_agent.core.monitor_watch import (
     SkillEvent,
     SkillEventInbox,
     TickSchedule,
+    ToolCatalogue,
     WatchList,
     active_questions,
     watched_action,
@@ -216,6 +217,33 @@ def test_the_schedule_is_due_at_once_then_every_period_and_restarts_when_idle():
     s = TickSchedule(1.5)
     assert s.due(0.0, True) and not s.due(1.0, True) and s.due(1.5, True)
     assert not s.due(2.0, False) and s.due(2.1, True)
+
+
+def test_the_catalogue_is_read_once_and_validated():
+    from monitor_helpers import PROGRESS, grip_tool
+
+    from solarian_agent.core.monitor_rules import MonitorConfigError
+
+    reads: list[int] = []
+    good = [grip_tool([{**PROGRESS, "when": {"do": "finish", "value": "holding"}}])]
+
+    def fetch():
+        reads.append(1)
+        return good
+
+    cat = ToolCatalogue(fetch)
+    assert not cat.loaded and cat.tools == frozenset() and cat.questions == {}
+    cat.fetch()
+    cat.fetch()
+    assert reads == [1] and cat.has_tool("grip") and cat.spec("grip") is good[0]
+    assert [q.name for q in cat.questions["grip"]] == ["progress"]
+    bad = ToolCatalogue(lambda: [grip_tool([{**PROGRESS, "when": {
+        "do": "finish", "value": "holding", "then": "nope"}}])])
+    with pytest.raises(MonitorConfigError):
+        bad.fetch()
+    assert not bad.loaded
+    bad.give_up()  # watched with no questions from then on
+    assert bad.loaded and bad.questions == {} and not bad.has_tool("grip")
 
 
 def test_the_inbox_hands_each_event_over_once():

@@ -40,18 +40,18 @@ Logging: every kept frame (``monitor_frame``), every tick (``monitor_tick``: que
 images sent with their labels, ages and file names, the readings, the answers, latency, usage,
 model, errors and the verdicts it produced) and every skipped tick.
 
-:class:`MonitorEngine` schedules the ticks and keeps the watched actions; the work is in its
-parts: :mod:`.monitor_frames` (``framing``), :mod:`.monitor_calls` (``tick_calls``: the model
-call) and :mod:`.monitor_verdicts` (``verdicts``: rules applied, tripwires, publishing).  The
-vision backend is an implementation (see :mod:`.vision`), passed in where the system is built.
+:class:`MonitorEngine` coordinates its parts, each the one owner of its piece of the state and
+handed only what it needs: :mod:`.monitor_watch` (the catalogue, the skill events queued, the
+actions watched, the schedule), :mod:`.monitor_framing` (the frames kept per action and their
+shots), :mod:`.monitor_calls` (the model calls in flight and their deadlines),
+:mod:`.monitor_verdicts` (the rule states, tripwires, finish / fail, publishing) and
+:mod:`.monitor_log` (events, images, the error count).  The vision backend is an
+implementation (see :mod:`.vision`), passed in where the system is built.
 """
 
 from __future__ import annotations
 
-import collections
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from . import names
@@ -60,22 +60,26 @@ from .config import AgentConfig, MonitorConfig
 from .episode_log import EpisodeLog, Recorder
 from .messages import AgentEvent, Image
 from .model_caller import InlineCaller, ModelCaller, ThreadCaller
-from .monitor_calls import Readings, TickCall, TickCalls
+from .monitor_calls import CallDone, TickCalls
 from .monitor_frames import (
     MARK_COLOR,
     MARK_MARGIN,
     Box,
-    Entry,
-    MonitorFraming,
+    ImageEncoding,
     Shot,
     TargetBoxFn,
+    Viewing,
     box_to_sent,
     draw_mark,
     history_labels,
+    image_record,
     mask_bounds,
     select_view,
     tracker_target_box,
 )
+from .monitor_framing import FramingRules, MonitorFraming
+from .monitor_log import EventHook, LogSource, MonitorLog, log_source
+from .monitor_request import JointReadings, Readings, tick_request
 from .monitor_rules import (
     BELOW_FLOOR,
     DECISIONS,
@@ -96,31 +100,21 @@ from .monitor_rules import (
     parse_rule,
     watch_for_questions,
 )
-from .monitor_verdicts import Tripwire, VerdictPublisher
+from .monitor_verdicts import MonitorVerdicts, Tripwire, VerdictPublisher
+from .monitor_watch import (
+    SKILL_ENDED,
+    SKILL_STARTED,
+    SkillEvent,
+    SkillEventInbox,
+    TickSchedule,
+    ToolCatalogue,
+    WatchedAction,
+    WatchList,
+    active_questions,
+    watched_action,
+)
 from .transport import Bus, QoS, Subscription
-from .vision import MonitorImage, VisionBackend
-
-
-@dataclass
-class WatchedAction:
-    action_id: str
-    tool: str
-    generation: int
-    started_at: float
-    params: dict[str, Any]
-    trackers: list[str]
-    watch_for: tuple[str, ...]
-    by: str
-    questions: tuple[QuestionSpec, ...]
-    start_frames: dict[str, Image]
-    history: dict[str, collections.deque[Entry]] = field(default_factory=dict)
-    states: dict[str, RuleState] = field(default_factory=dict)
-    tripwire_escalated: bool = False
-    concluded: str = ""
-    ticks: int = 0
-    frames_taken: int = 0
-    call: TickCall | None = None
-    reference: list[MonitorImage] | None = None
+from .vision import VisionBackend
 
 
 class MonitorEngine:
@@ -143,7 +137,7 @@ class MonitorEngine:
         cameras: Sequence[str],
         catalogue: Sequence[Mapping[str, Any]] | None = None,
         caller: ModelCaller | None = None,
-        log: EpisodeLog | Recorder | Callable[[], EpisodeLog | None] | None = None,
+        log: EpisodeLog | Recorder | LogSource | None = None,
         check_agent_action: Tripwire | None = None,
         target_box: TargetBoxFn | None = None,
         readings: Readings | None = None,
@@ -151,10 +145,9 @@ class MonitorEngine:
         watch_operator: bool = False,
         image_format: str = "jpeg",
         jpeg_quality: int = 90,
-        on_event: Callable[[str, dict[str, Any]], None] | None = None,
+        on_event: EventHook | None = None,
         node: str = "monitor",
     ) -> None:
-        self.bus = bus
         self.clock = clock
         self.config = config
         self.backend = backend
@@ -163,75 +156,87 @@ class MonitorEngine:
             # an offline backend answers in microseconds; a model is called off the tick thread
             inline = backend is None or bool(getattr(backend, "inline", False))
             caller = InlineCaller() if inline else ThreadCaller(workers=2)
-        self.caller = caller
-        if isinstance(log, Recorder):
-            rec = log
-            self.log_fn: Callable[[], EpisodeLog | None] = lambda: rec.current
-        elif isinstance(log, EpisodeLog):
-            fixed = log
-            self.log_fn = lambda: fixed
-        elif log is None:
-            self.log_fn = lambda: None
-        else:
-            self.log_fn = log
-        self.check_agent_action = check_agent_action
-        self.target_box = target_box
-        self.readings_fn = readings
-        self.state_fields = {k: list(v) for k, v in (state_fields or {}).items()}
-        self.watch_operator = watch_operator
-        self.image_format = image_format
-        self.jpeg_quality = jpeg_quality
-        self.on_event = on_event
-        self._lock = threading.Lock()
-        self._inbox: list[tuple[str, dict[str, Any], float, dict[str, Image]]] = []
-        self.actions: dict[str, WatchedAction] = {}
-        self._next_due: float | None = None
-        self.questions: dict[str, tuple[QuestionSpec, ...]] | None = None
-        self.tools: set[str] = set()
-        self.catalogue: dict[str, Mapping[str, Any]] = {}
-        self.recent: collections.deque[dict[str, Any]] = collections.deque(maxlen=1000)
-        self.calls = 0
-        self.skipped = 0
-        self.errors = 0
-        self.verdicts_published = 0
-
-        # the parts that do the work (the verdicts publisher is created first, as ever)
-        self.verdicts = VerdictPublisher(self, node)
-        self.framing = MonitorFraming(self)
-        self.tick_calls = TickCalls(self)
+        self.log = MonitorLog(clock, log_source(log), on_event)
+        self.catalogue = ToolCatalogue(
+            lambda: bus.call(names.TOOL_CATALOGUE, {}, timeout_s=5.0))
+        self.inbox = SkillEventInbox()
+        self.watching = WatchList(watch_operator)
+        self.schedule = TickSchedule(config.period_s)
+        # the verdicts' publisher is created before the subscriptions, as it always was (the
+        # node's endpoints are listed in that order)
+        self.verdicts = MonitorVerdicts(VerdictPublisher(bus, node), clock, self.log,
+                                        tripwire=check_agent_action,
+                                        has_tool=self.catalogue.has_tool)
+        self.tick_calls = TickCalls(backend, caller, config.timeout_s, self.log)
         self.frames: dict[str, Subscription[Any]] = {
             c: bus.subscribe(names.image_topic(c), names.T_IMAGE, qos=QoS(depth=1), node=node)
             for c in self.cameras}
-        self.joints = bus.subscribe(names.JOINT_STATES, names.T_JOINT_STATE, qos=QoS(depth=1),
-                                    node=node)
+        joints = bus.subscribe(names.JOINT_STATES, names.T_JOINT_STATE, qos=QoS(depth=1),
+                               node=node)
+        self.readings = JointReadings(joints, readings, state_fields)
+        self.framing = MonitorFraming(
+            self.frames, self.cameras,
+            Viewing(config.close_ups, config.image_max_side,
+                    ImageEncoding(image_format, jpeg_quality)),
+            FramingRules(config.history, config.mark_target, config.reference),
+            target_box=target_box, tool_spec=self.catalogue.spec, log=self.log)
         bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=self._on_skill_event,
                       qos=QoS(depth=200), node=node)
         if catalogue is not None:
-            self._load(catalogue)
+            self.catalogue.load(catalogue)
+
+    # what the runtime, the tests and the tools read ------------------------------------------
+    @property
+    def actions(self) -> dict[str, WatchedAction]:
+        """The actions being watched, by action id."""
+        return self.watching.actions
+
+    @property
+    def recent(self) -> Sequence[dict[str, Any]]:
+        """The latest events logged, oldest first."""
+        return self.log.recent
+
+    @property
+    def tools(self) -> frozenset[str]:
+        """The tools of the catalogue (a ``then`` must name one of them)."""
+        return self.catalogue.tools
+
+    @property
+    def calls(self) -> int:
+        return self.tick_calls.calls
+
+    @property
+    def skipped(self) -> int:
+        return self.tick_calls.skipped
+
+    @property
+    def errors(self) -> int:
+        return self.log.errors
+
+    @property
+    def verdicts_published(self) -> int:
+        return self.verdicts.published
+
+    @property
+    def target_box(self) -> TargetBoxFn | None:
+        return self.framing.target_box
 
     # start-up --------------------------------------------------------------------------------
-    def _load(self, catalogue: Sequence[Mapping[str, Any]]) -> None:
-        self.questions = check_catalogue(catalogue)
-        self.tools = set(self.questions)
-        self.catalogue = {str(d["name"]): d for d in catalogue}
-
     def start(self) -> None:
         """Fetch the tool catalogue and validate every question (raises on a bad one)."""
-        if self.questions is None:
-            self._load(self.bus.call(names.TOOL_CATALOGUE, {}, timeout_s=5.0))
+        self.catalogue.fetch()
 
     # inputs (any thread): only queue -----------------------------------------------------------
     def _on_skill_event(self, ev: AgentEvent) -> None:
-        if ev.kind not in ("skill_started", "skill_ended"):
+        if ev.kind not in (SKILL_STARTED, SKILL_ENDED):
             return
         frames: dict[str, Image] = {}
-        if ev.kind == "skill_started":
+        if ev.kind == SKILL_STARTED:
             for cam, sub in self.frames.items():
                 f = sub.latest()
                 if isinstance(f, Image):
                     frames[cam] = f
-        with self._lock:
-            self._inbox.append((ev.kind, dict(ev.data), self.clock.now(), frames))
+        self.inbox.put(SkillEvent(ev.kind, dict(ev.data), self.clock.now(), frames))
 
     # the tick: scheduling --------------------------------------------------------------------
     def tick(self) -> None:
@@ -240,132 +245,104 @@ class MonitorEngine:
         try:
             self._tick()
         except Exception as e:  # nothing escapes into the spin loop
-            self.errors += 1
-            self.log_event("monitor_error", error=f"{type(e).__name__}: {e}")
+            self.log.error("monitor_error", error=f"{type(e).__name__}: {e}")
 
     def _tick(self) -> None:
-        with self._lock:
-            inbox, self._inbox = self._inbox, []
-        for kind, data, t, frames in inbox:
-            # one bad event must not drop the others swapped out with it (a lost skill_ended
-            # would keep its action, and its frames, for the life of the process)
+        for ev in self.inbox.take():
+            # one bad event must not drop the others taken with it (a lost skill_ended would
+            # keep its action, and its frames, for the life of the process)
             try:
-                if kind == "skill_started":
-                    self._action_started(data, t, frames)
+                if ev.kind == SKILL_STARTED:
+                    self._action_started(ev)
                 else:
-                    self._action_ended(data)
+                    self._action_ended(str(ev.data.get("action_id", "")))
             except Exception as e:
-                self.errors += 1
-                self.log_event("monitor_error", action_id=str(data.get("action_id", "")),
-                               error=f"{kind}: {type(e).__name__}: {e}")
-        self.tick_calls.poll()
+                self.log.error("monitor_error", action_id=str(ev.data.get("action_id", "")),
+                               error=f"{ev.kind}: {type(e).__name__}: {e}")
+        self._poll()
         now = self.clock.now()
-        if not self.actions:
-            self._next_due = None
+        if not self.schedule.due(now, bool(self.watching.actions)):
             return
-        if self._next_due is not None and now + 1e-9 < self._next_due:
-            return
-        self._next_due = now + self.config.period_s
-        for act in list(self.actions.values()):
-            if act.concluded:
+        for act in list(self.watching.actions.values()):
+            if self.verdicts.concluded(act.action_id):
                 continue
             try:  # one action's failure must not stop the others' ticks
                 self._tick_action(act, now)
             except Exception as e:
-                self.errors += 1
-                self.log_event("monitor_error", action_id=act.action_id,
+                self.log.error("monitor_error", action_id=act.action_id,
                                error=f"{type(e).__name__}: {e}")
 
-    def _action_started(self, data: Mapping[str, Any], t: float, frames: dict[str, Image]
-                        ) -> None:
-        by = str(data.get("by", "agent"))
-        if by != "agent" and not self.watch_operator:
+    def _action_started(self, ev: SkillEvent) -> None:
+        if not self.watching.watches(str(ev.data.get("by", "agent"))):
             return
-        if self.questions is None:
+        if not self.catalogue.loaded:
             try:
-                self.start()
+                self.catalogue.fetch()
             except Exception as e:
-                self.errors += 1
-                self.log_event("monitor_error", error=f"could not read the tool catalogue: {e}")
-                self.questions = {}
-        assert self.questions is not None
-        tool = str(data.get("skill", ""))
-        aid = str(data.get("action_id", ""))
-        watch = tuple(str(w) for w in data.get("watch_for") or () if str(w).strip())
-        qs = self.questions.get(tool, ()) + watch_for_questions(watch)
-        act = WatchedAction(aid, tool, int(data.get("generation", 0)), t,
-                            dict(data.get("params") or {}), list(data.get("trackers") or []),
-                            watch, by, qs, frames)
-        act.states = {q.name: RuleState(q) for q in qs}
-        self.actions[aid] = act
+                self.log.error("monitor_error", error=f"could not read the tool catalogue: {e}")
+                self.catalogue.give_up()
+        act = watched_action(ev.data, ev.t, ev.frames, self.catalogue.questions)
+        # an action started again under its id starts afresh: its earlier call is not awaited
+        self.tick_calls.drop(act.action_id)
+        self.watching.add(act)
+        self.framing.watch(act.action_id)
+        self.verdicts.watch(act)
 
-    def _action_ended(self, data: Mapping[str, Any]) -> None:
-        act = self.actions.pop(str(data.get("action_id", "")), None)
-        if act is not None and act.call is not None:
-            self.tick_calls.orphans.append((act, act.call))
-            act.call = None
+    def _action_ended(self, action_id: str) -> None:
+        if self.watching.remove(action_id) is None:
+            return
+        self.tick_calls.orphan(action_id)
+        self.framing.forget(action_id)
+        self.verdicts.forget(action_id)
 
     def _tick_action(self, act: WatchedAction, now: float) -> None:
         elapsed = now - act.started_at
-        act.ticks += 1
+        tick = self.watching.next_tick(act.action_id)
         self.verdicts.tripwire(act, elapsed)
-        if act.concluded or self.backend is None or not act.questions:
+        if self.verdicts.concluded(act.action_id) or self.backend is None or not act.questions:
             return
-        if act.call is not None:
-            if now - act.call.sent_at > self.config.timeout_s + 1.0:
-                call, act.call = act.call, None
-                self.tick_calls.orphans.append((act, call))
-                self.errors += 1
-                self.log_event("monitor_tick", action_id=act.action_id, tool=act.tool,
-                               tick=call.tick, questions=[q.name for q in call.request.questions],
-                               images=call.images, answers={}, verdicts=[],
-                               error={"kind": "timeout", "message": f"no answer within "
-                                      f"{self.config.timeout_s:g} s; the tick answers nothing"},
-                               elapsed_s=round(call.elapsed_s, 3))
-            else:
-                self.skipped += 1
-                self.log_event("monitor_skip", action_id=act.action_id, tool=act.tool,
-                               tick=act.ticks, reason="the previous call is still in flight")
-                return
-        shots = self.framing.take_frames(act)
-        if not shots:
+        if self.tick_calls.busy(act, tick, now):
             return
-        act.frames_taken += 1
-        hist = max(1, self.config.history)
-        for cam, shot, mark in shots:
-            dq = act.history.setdefault(cam, collections.deque(maxlen=hist))
-            dq.append(self.framing.entry(shot, mark))
-        if hist > 1 and act.frames_taken == 1:
-            files = [self.framing.image_record(s, m, "kept", 0.0) for _, s, m in shots]
-            self.framing.save_shots([s for _, s, _ in shots])
-            self.log_event("monitor_frame", action_id=act.action_id, tool=act.tool,
-                           tick=act.ticks, images=files, elapsed_s=round(elapsed, 3))
+        taken = self.framing.take(act)
+        if not taken:
             return
-        active = tuple(q for q in act.questions
-                       if not q.watch_for or elapsed + 1e-9 >= WATCH_FOR_AFTER_S)
+        if self.framing.keep(act.action_id, taken):
+            self.log.save_images([(s.file_name, s.data) for _, s, _ in taken])
+            self.log.event("monitor_frame", action_id=act.action_id, tool=act.tool, tick=tick,
+                           images=[image_record(s, m, "kept", 0.0) for _, s, m in taken],
+                           elapsed_s=round(elapsed, 3))
+            return
+        active = active_questions(act.questions, elapsed)
         if not active:
             return
-        self.tick_calls.submit(act, active, elapsed, now)
+        images = self.framing.tick_images(act, now)
+        request = tick_request(act, active, elapsed, images, self.readings.read(),
+                               self.config.instructions)
+        self.tick_calls.submit(act, tick, request, images.records, images.files, elapsed, now)
+        self._poll()  # an inline caller has answered already
+
+    def _poll(self) -> None:
+        for done in self.tick_calls.poll(self.watching.ids()):
+            self._answered(done)
+
+    def _answered(self, done: CallDone) -> None:
+        # an answer is judged only while its action runs: one that ended, or was concluded
+        # meanwhile, is logged as discarded
+        aid = done.act.action_id
+        live = not done.orphan and not self.verdicts.concluded(aid)
+        verdicts: list[dict[str, Any]] = []
+        if done.reply is not None and live:
+            asked = {q.name for q in done.call.request.questions}
+            verdicts = self.verdicts.judge(done.act, asked, done.call.elapsed_s,
+                                           done.reply.answers)
+        self.log.event("monitor_tick", **done.record(verdicts, live))
 
     # output ----------------------------------------------------------------------------------
     def log_event(self, kind: str, **data: Any) -> None:
-        log = self.log_fn()
-        if log is not None:
-            try:
-                rec = log.event(kind, **data)
-            except Exception:
-                rec = {"t": self.clock.wall(), "kind": kind, **data}
-        else:
-            rec = {"t": self.clock.wall(), "kind": kind, **data}
-        self.recent.append(rec)
-        if self.on_event is not None:
-            try:
-                self.on_event(kind, rec)
-            except Exception:
-                pass
+        self.log.event(kind, **data)
 
     def shutdown(self) -> None:
-        self.caller.shutdown()
+        self.tick_calls.shutdown()
 
 
 def build_monitor(

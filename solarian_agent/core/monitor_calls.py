@@ -1,32 +1,34 @@
-"""The monitor's model call for one tick: the request (the questions still active, the reference
-and history frames labelled by age, the readings), submitted to the worker so the tick never
-waits on a model, polled from the tick, and logged as a ``monitor_tick`` event.  A call that
-fails or runs past ``timeout_s`` answers nothing for its tick; it is never replaced by a
-made-up answer.  An answer for an action that ended meanwhile is logged as discarded.
+"""The monitor's model calls: one in flight per action at most, submitted to the worker so the
+tick never waits on a model, polled from the tick, given up after ``timeout_s`` (plus a second
+of grace).  A call that fails or runs past its deadline answers nothing for its tick; it is
+never replaced by a made-up answer.  The call of an action that ended meanwhile is still
+awaited, so its answer is logged (as discarded).
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from ..models.base import ModelReply
-from .messages import JointState
-from .monitor_frames import Shot, history_labels
-from .monitor_rules import QuestionSpec
-from .vision import MonitorImage, MonitorTickRequest, TickReply
+from .model_caller import ModelCaller
+from .monitor_log import MonitorLog
+from .monitor_watch import WatchedAction
+from .vision import MonitorTickRequest, TickReply, VisionBackend
 
-if TYPE_CHECKING:
-    from .monitor import MonitorEngine, WatchedAction
+# a call is given up this long after its own timeout: the backend's timeout is the model's,
+# the grace covers the worker picking it up and the answer reaching the tick
+DEADLINE_GRACE_S = 1.0
 
-Readings = Callable[["JointState | None"], dict[str, dict[str, float]]]
 
-
-@dataclass
+@dataclass(frozen=True)
 class TickCall:
+    """One tick's call in flight: the tick it asks for, the request and what the log records
+    of it (the images sent, the readings)."""
+
     tick: int
     future: cf.Future[TickReply]
     request: MonitorTickRequest
@@ -37,91 +39,127 @@ class TickCall:
     readings: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class CallDone:
+    """A call that came back: its answer or its error.  ``orphan``: its action had ended."""
+
+    act: WatchedAction
+    call: TickCall
+    reply: TickReply | None
+    error: dict[str, Any] | None
+    latency_s: float
+    model: str
+    orphan: bool
+
+    def record(self, verdicts: list[dict[str, Any]], live: bool) -> dict[str, Any]:
+        """The ``monitor_tick`` event's data: the call, its answers and the verdicts they
+        produced; an answer that was not judged (``live`` False) is marked discarded."""
+        reply, call = self.reply, self.call
+        answers = reply.answers if reply is not None else {}
+        return dict(
+            action_id=self.act.action_id, tool=self.act.tool, tick=call.tick,
+            elapsed_s=round(call.elapsed_s, 3),
+            questions=[q.name for q in call.request.questions],
+            images=call.images, readings=call.readings,
+            answers={k: a.as_dict() for k, a in answers.items()},
+            problems=list(reply.problems) if reply is not None else [],
+            latency_s=round(reply.latency_s if reply is not None and reply.latency_s
+                            else self.latency_s, 4),
+            usage=reply.usage.as_dict() if reply is not None else None,
+            model=(reply.model if reply is not None else "") or self.model,
+            error=self.error, verdicts=verdicts,
+            **({} if live else {"discarded": "the action ended or was concluded before the "
+                                             "answer arrived"}))
+
+
 class TickCalls:
-    """Submits, polls and logs the monitor's model calls.  ``self.e``: the engine."""
+    """The calls in flight, per action, and those of ended actions still awaited; counts the
+    calls made and the ticks skipped while one was in flight."""
 
-    def __init__(self, engine: MonitorEngine) -> None:
-        self.e = engine
-        self.orphans: list[tuple[WatchedAction, TickCall]] = []
+    def __init__(self, backend: VisionBackend | None, caller: ModelCaller, timeout_s: float,
+                 log: MonitorLog) -> None:
+        self._backend = backend
+        self._caller = caller
+        self._timeout_s = timeout_s
+        self._log = log
+        self._in_flight: dict[str, tuple[WatchedAction, TickCall]] = {}
+        self._orphans: list[tuple[WatchedAction, TickCall]] = []
+        self.calls = 0
+        self.skipped = 0
 
-    def readings(self) -> dict[str, Any]:
-        js = self.e.joints.latest()
-        if self.e.readings_fn is not None:
-            out = self.e.readings_fn(js if isinstance(js, JointState) else None)
-        elif isinstance(js, JointState):
-            out = {"joints": {n: round(p, 4) for n, p in zip(js.name, js.position,
-                                                              strict=False)}}
-        else:
-            out = {}
-        if self.e.state_fields:
-            out = {m: {f: v for f, v in fields.items() if f in self.e.state_fields.get(m, [])}
-                   for m, fields in out.items() if m in self.e.state_fields}
-        return dict(out)
+    def in_flight(self, action_id: str) -> TickCall | None:
+        entry = self._in_flight.get(action_id)
+        return entry[1] if entry is not None else None
 
-    def submit(self, act: WatchedAction, active: tuple[QuestionSpec, ...], elapsed: float,
-               now: float) -> None:
-        images: list[MonitorImage] = []
-        records: list[dict[str, Any]] = []
-        to_save: list[Shot] = []
-        if self.e.config.reference:
-            for r in self.e.framing.reference(act, now):
-                images.append(r)
-                records.append({"camera": r.camera, "label": "reference", "age_s": r.age_s,
-                                "file": f"images/{r.file}", "close_up": r.close_up,
-                                "size": [r.width, r.height], "reference": True,
-                                "seq": r.seq, "mark": None})
-        for cam in self.e.cameras:
-            dq = act.history.get(cam)
-            if not dq:
-                continue
-            labels = history_labels([e.shot.frame.stamp for e in dq], now)
-            for e, label in zip(dq, labels, strict=True):
-                age = now - e.shot.frame.stamp
-                images.append(self.e.framing.monitor_image(e, label, age))
-                records.append(self.e.framing.image_record(e.shot, e.mark, label, age))
-                to_save.append(e.shot)
-        req = MonitorTickRequest(act.action_id, act.tool, round(elapsed, 3),
-                                 tuple(q.question for q in active), tuple(images),
-                                 self.readings(), self.e.config.instructions,
-                                 marked=any(i.mark is not None for i in images),
-                                 reference=bool(self.e.config.reference and act.reference))
-        backend = self.e.backend
-        assert backend is not None
-        timeout = self.e.config.timeout_s
-        refs = [r for r in images if r.reference]
-        log_fn = self.e.log_fn
+    @property
+    def orphans(self) -> int:
+        return len(self._orphans)
+
+    def busy(self, act: WatchedAction, tick: int, now: float) -> bool:
+        """Whether the action's tick waits for its previous call (the tick is then skipped
+        and logged).  A call past its deadline is given up instead: it answers nothing for
+        its tick, and this tick goes on."""
+        entry = self._in_flight.get(act.action_id)
+        if entry is None:
+            return False
+        call = entry[1]
+        if now - call.sent_at > self._timeout_s + DEADLINE_GRACE_S:
+            self.orphan(act.action_id)
+            self._log.error("monitor_tick", action_id=act.action_id, tool=act.tool,
+                            tick=call.tick, questions=[q.name for q in call.request.questions],
+                            images=call.images, answers={}, verdicts=[],
+                            error={"kind": "timeout", "message": f"no answer within "
+                                   f"{self._timeout_s:g} s; the tick answers nothing"},
+                            elapsed_s=round(call.elapsed_s, 3))
+            return False
+        self.skipped += 1
+        self._log.event("monitor_skip", action_id=act.action_id, tool=act.tool, tick=tick,
+                        reason="the previous call is still in flight")
+        return True
+
+    def orphan(self, action_id: str) -> None:
+        """The action ended (or its call was given up): its call is awaited only to be
+        logged."""
+        entry = self._in_flight.pop(action_id, None)
+        if entry is not None:
+            self._orphans.append(entry)
+
+    def drop(self, action_id: str) -> None:
+        """Forget the action's call without awaiting it (the action started again)."""
+        self._in_flight.pop(action_id, None)
+
+    def submit(self, act: WatchedAction, tick: int, request: MonitorTickRequest,
+               records: list[dict[str, Any]], files: Sequence[tuple[str, bytes]],
+               elapsed_s: float, now: float) -> None:
+        """Send the request on the worker; the images are saved there first, off the tick."""
+        backend, timeout, log = self._backend, self._timeout_s, self._log
+        assert backend is not None, "no vision backend: the monitor asks no questions"
 
         def run() -> TickReply:
-            log = log_fn()
-            if log is not None:
-                for s in to_save:
-                    if not log.has_image(s.file_name):
-                        log.save_image(s.file_name, s.data)
-                for r in refs:
-                    if not log.has_image(r.file):
-                        log.save_image(r.file, r.data)
-            return backend.answer_tick(req, timeout_s=timeout)
+            log.save_images(files)
+            return backend.answer_tick(request, timeout_s=timeout)
 
-        self.e.calls += 1
+        self.calls += 1
         fut = cast("cf.Future[TickReply]",
-                   self.e.caller.submit(cast("Callable[[], ModelReply]", run)))
-        act.call = TickCall(act.ticks, fut, req, elapsed, now, time.monotonic(), records,
-                            dict(req.readings))
-        self.poll()
+                   self._caller.submit(cast("Callable[[], ModelReply]", run)))
+        self._in_flight[act.action_id] = (act, TickCall(
+            tick, fut, request, elapsed_s, now, time.monotonic(), records,
+            dict(request.readings)))
 
-    def poll(self) -> None:
-        for act in list(self.e.actions.values()):
-            call = act.call
-            if call is not None and call.future.done():
-                act.call = None
-                self.handle(act, call, live=not act.concluded)
-        for pair in list(self.orphans):
-            act, call = pair
-            if call.future.done():
-                self.orphans.remove(pair)
-                self.handle(act, call, live=False)
+    def poll(self, order: Iterable[str]) -> Iterator[CallDone]:
+        """The calls that came back, the watched actions' in ``order`` first, then the ended
+        actions'.  Lazy: each is checked just before it is yielded."""
+        for action_id in list(order):
+            entry = self._in_flight.get(action_id)
+            if entry is not None and entry[1].future.done():
+                del self._in_flight[action_id]
+                yield self._done(*entry, orphan=False)
+        for entry in list(self._orphans):
+            if entry[1].future.done():
+                self._orphans.remove(entry)
+                yield self._done(*entry, orphan=True)
 
-    def handle(self, act: WatchedAction, call: TickCall, live: bool) -> None:
+    def _done(self, act: WatchedAction, call: TickCall, *, orphan: bool) -> CallDone:
         latency = time.monotonic() - call.wall0
         reply: TickReply | None = None
         error: dict[str, Any] | None = None
@@ -130,22 +168,9 @@ class TickCalls:
         except Exception as e:
             kind = getattr(e, "kind", "error")
             error = {"kind": str(kind), "message": str(getattr(e, "message", e))[:500]}
-            self.e.errors += 1
-        verdicts: list[dict[str, Any]] = []
-        answers = reply.answers if reply is not None else {}
-        if reply is not None and live:
-            verdicts = self.e.verdicts.judge(act, call, answers)
-        self.e.log_event("monitor_tick", action_id=act.action_id, tool=act.tool, tick=call.tick,
-                         elapsed_s=round(call.elapsed_s, 3),
-                         questions=[q.name for q in call.request.questions],
-                         images=call.images, readings=call.readings,
-                         answers={k: a.as_dict() for k, a in answers.items()},
-                         problems=list(reply.problems) if reply is not None else [],
-                         latency_s=round(reply.latency_s if reply is not None and reply.latency_s
-                                         else latency, 4),
-                         usage=reply.usage.as_dict() if reply is not None else None,
-                         model=(reply.model if reply is not None else "") or
-                         getattr(self.e.backend, "model", ""),
-                         error=error, verdicts=verdicts,
-                         **({} if live else {"discarded": "the action ended or was concluded "
-                                                      "before the answer arrived"}))
+            self._log.count_error()
+        return CallDone(act, call, reply, error, latency, getattr(self._backend, "model", ""),
+                        orphan)
+
+    def shutdown(self) -> None:
+        self._caller.shutdown()

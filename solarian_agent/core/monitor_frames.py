@@ -14,7 +14,7 @@ import collections
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import cv2
 import numpy as np
@@ -23,9 +23,6 @@ from . import images as im
 from .messages import Image
 from .monitor_rules import is_number
 from .vision import MonitorImage
-
-if TYPE_CHECKING:
-    from .monitor import MonitorEngine, WatchedAction
 
 MARK_MARGIN = 3
 MARK_COLOR = (255, 255, 0)  # BGR cyan
@@ -153,124 +150,142 @@ class Entry:
     media_type: str
 
 
-class MonitorFraming:
-    """Takes, scales, marks and records the frames of each tick.  ``self.e``: the engine."""
+@dataclass(frozen=True)
+class ImageEncoding:
+    """How the monitor encodes what it sends (``jpeg`` / ``png`` / ..., quality for jpeg)."""
 
-    def __init__(self, engine: MonitorEngine) -> None:
-        self.e = engine
-        self.shots: collections.OrderedDict[tuple[str, int, float], Shot] = \
+    format: str = "jpeg"
+    quality: int = 90
+
+    def encode(self, pixels: np.ndarray) -> tuple[bytes, str]:
+        return im.encode(pixels, self.format, self.quality)
+
+
+@dataclass(frozen=True)
+class Viewing:
+    """How a camera frame becomes what the monitor sends: the close-up regions, the other
+    cameras' max side and the encoding."""
+
+    close_ups: Mapping[str, Sequence[float]]
+    image_max_side: int
+    encoding: ImageEncoding
+
+    def view(self, frame: np.ndarray, camera: str) -> tuple[np.ndarray, im.Scaling, bool]:
+        return select_view(frame, camera, self.close_ups, self.image_max_side)
+
+
+class ShotCache:
+    """The shots of the latest frames, keyed by (camera, seq, stamp): a frame seen by several
+    actions, or on several ticks, is scaled and encoded once.  The oldest go first beyond
+    ``capacity`` (enough for every camera's history frames with room to spare)."""
+
+    def __init__(self, viewing: Viewing, capacity: int) -> None:
+        self._viewing = viewing
+        self._capacity = capacity
+        self._shots: collections.OrderedDict[tuple[str, int, float], Shot] = \
             collections.OrderedDict()
+
+    def get(self, key: tuple[str, int, float]) -> Shot | None:
+        return self._shots.get(key)
 
     def shot(self, cam: str, frame: Image) -> Shot:
         key = (cam, frame.seq, frame.stamp)
-        shot = self.shots.get(key)
+        shot = self._shots.get(key)
         if shot is not None and shot.frame is frame:
             return shot
-        px, scaling, close = select_view(frame.data, cam, self.e.config.close_ups,
-                                         self.e.config.image_max_side)
+        px, scaling, close = self._viewing.view(frame.data, cam)
         px = np.ascontiguousarray(px)
-        data, mt = im.encode(px, self.e.image_format, self.e.jpeg_quality)
+        data, mt = self._viewing.encoding.encode(px)
         shot = Shot(cam, frame, px, scaling, close, data, mt)
-        self.shots[key] = shot
-        while len(self.shots) > 4 * max(1, len(self.e.cameras)) * max(1, self.e.config.history):
-            self.shots.popitem(last=False)
+        self._shots[key] = shot
+        while len(self._shots) > self._capacity:
+            self._shots.popitem(last=False)
         return shot
 
-    def mark_for(self, act: WatchedAction, cam: str, shot: Shot) -> Box | None:
-        if not self.e.config.mark_target or self.e.target_box is None:
-            return None
-        try:
-            box = self.e.target_box(act.action_id, act.trackers, cam, shot.frame)
-        except Exception as e:
-            self.e.log_event("monitor_error", action_id=act.action_id,
-                             error=f"target_box raised {type(e).__name__}: {e}")
-            return None
-        return None if box is None else box_to_sent(box, shot.scaling)
+    def __len__(self) -> int:
+        return len(self._shots)
 
-    def take_frames(self, act: WatchedAction) -> list[tuple[str, Shot, Box | None]]:
-        out = []
-        for cam, sub in self.e.frames.items():
-            frame = sub.latest()
-            if not isinstance(frame, Image):
-                continue
-            shot = self.shot(cam, frame)
-            out.append((cam, shot, self.mark_for(act, cam, shot)))
-        return out
 
-    def entry(self, shot: Shot, mark: Box | None) -> Entry:
-        if mark is None:
-            return Entry(shot, None, shot.pixels, shot.data, shot.media_type)
-        px = draw_mark(shot.pixels, mark)
-        data, mt = im.encode(px, self.e.image_format, self.e.jpeg_quality)
-        return Entry(shot, mark, px, data, mt)
+def marked_entry(shot: Shot, mark: Box | None, encoding: ImageEncoding) -> Entry:
+    """A history frame: the shot as is, or with the mark drawn and encoded again."""
+    if mark is None:
+        return Entry(shot, None, shot.pixels, shot.data, shot.media_type)
+    px = draw_mark(shot.pixels, mark)
+    data, mt = encoding.encode(px)
+    return Entry(shot, mark, px, data, mt)
 
-    @staticmethod
-    def monitor_image(e: Entry, label: str, age: float) -> MonitorImage:
-        s = e.shot
-        return MonitorImage(s.camera, label, round(age, 3), e.data, e.media_type,
-                            s.scaling.sent_w, s.scaling.sent_h, e.pixels, s.close_up, False,
-                            e.mark, s.file_name, s.frame.seq, s.frame.stamp)
 
-    def reference(self, act: WatchedAction, now: float) -> list[MonitorImage]:
-        if act.reference is not None:
-            return [MonitorImage(r.camera, r.label, round(now - r.stamp, 3), r.data,
-                                 r.media_type, r.width, r.height, r.pixels, r.close_up, True,
-                                 None, r.file, r.seq, r.stamp) for r in act.reference]
-        refs: list[MonitorImage] = []
-        point_cam = self.point_camera(act)
-        points = self.points(act)
-        for cam, frame in act.start_frames.items():
-            px, scaling, close = select_view(frame.data, cam, self.e.config.close_ups,
-                                             self.e.config.image_max_side)
-            if cam == point_cam and points:
-                sent = [scaling.to_sent(x, y) for x, y in points]
-                inside = [(x, y) for x, y in sent
-                          if 0 <= x < scaling.sent_w and 0 <= y < scaling.sent_h]
-                if inside:
-                    px = im.draw_points(np.ascontiguousarray(px), inside)
-            px = np.ascontiguousarray(px)
-            data, mt = im.encode(px, self.e.image_format, self.e.jpeg_quality)
-            ext = "png" if mt == "image/png" else "jpg"
-            name = f"monitor_{act.action_id}_reference_{cam.replace('/', '_')}.{ext}"
-            refs.append(MonitorImage(cam, "reference", round(now - frame.stamp, 3), data, mt,
-                                     scaling.sent_w, scaling.sent_h, px, close, True, None,
-                                     name, frame.seq, frame.stamp))
-        act.reference = refs
-        return refs
+def monitor_image(e: Entry, label: str, age: float) -> MonitorImage:
+    """A history frame as sent, labelled by age."""
+    s = e.shot
+    return MonitorImage(s.camera, label, round(age, 3), e.data, e.media_type,
+                        s.scaling.sent_w, s.scaling.sent_h, e.pixels, s.close_up, False,
+                        e.mark, s.file_name, s.frame.seq, s.frame.stamp)
 
-    def point_camera(self, act: WatchedAction) -> str:
-        spec = self.spec(act.tool)
-        cam = spec.get("camera") if spec else None
-        if isinstance(cam, str) and cam:
-            return cam
-        return self.e.cameras[0] if len(self.e.cameras) == 1 else ""
 
-    def points(self, act: WatchedAction) -> list[tuple[float, float]]:
-        spec = self.spec(act.tool)
-        out = []
-        for p in (spec.get("image_points") or ()) if spec else ():
-            v = act.params.get(p)
-            if (isinstance(v, (list, tuple)) and len(v) == 2
-                    and all(is_number(c) for c in v)):
-                out.append((float(v[0]), float(v[1])))
-        return out
+def image_record(shot: Shot, mark: Box | None, label: str, age: float) -> dict[str, Any]:
+    """What the log records of one history frame sent."""
+    return {"camera": shot.camera, "label": label, "age_s": round(age, 3),
+            "file": f"images/{shot.file_name}", "close_up": shot.close_up,
+            "size": [shot.scaling.sent_w, shot.scaling.sent_h],
+            "crop": [shot.scaling.x0, shot.scaling.y0, shot.scaling.cw, shot.scaling.ch],
+            "capture_size": [shot.scaling.capture_w, shot.scaling.capture_h],
+            "seq": shot.frame.seq, "mark": list(mark) if mark is not None else None}
 
-    def spec(self, tool: str) -> Mapping[str, Any] | None:
-        return self.e.catalogue.get(tool)
 
-    def image_record(self, shot: Shot, mark: Box | None, label: str, age: float
-                     ) -> dict[str, Any]:
-        return {"camera": shot.camera, "label": label, "age_s": round(age, 3),
-                "file": f"images/{shot.file_name}", "close_up": shot.close_up,
-                "size": [shot.scaling.sent_w, shot.scaling.sent_h],
-                "crop": [shot.scaling.x0, shot.scaling.y0, shot.scaling.cw, shot.scaling.ch],
-                "capture_size": [shot.scaling.capture_w, shot.scaling.capture_h],
-                "seq": shot.frame.seq, "mark": list(mark) if mark is not None else None}
+def reference_record(r: MonitorImage) -> dict[str, Any]:
+    """What the log records of one reference frame sent."""
+    return {"camera": r.camera, "label": "reference", "age_s": r.age_s,
+            "file": f"images/{r.file}", "close_up": r.close_up, "size": [r.width, r.height],
+            "reference": True, "seq": r.seq, "mark": None}
 
-    def save_shots(self, shots: Sequence[Shot]) -> None:
-        log = self.e.log_fn()
-        if log is None:
-            return
-        for s in shots:
-            if not log.has_image(s.file_name):
-                log.save_image(s.file_name, s.data)
+
+def point_camera(spec: Mapping[str, Any] | None, cameras: Sequence[str]) -> str:
+    """The camera the tool's image points are on: the tool's own, else the only camera."""
+    cam = spec.get("camera") if spec else None
+    if isinstance(cam, str) and cam:
+        return cam
+    return cameras[0] if len(cameras) == 1 else ""
+
+
+def image_points(spec: Mapping[str, Any] | None, params: Mapping[str, Any]
+                 ) -> list[tuple[float, float]]:
+    """The planner's points in the action's parameters (the tool's ``image_points``)."""
+    out = []
+    for p in (spec.get("image_points") or ()) if spec else ():
+        v = params.get(p)
+        if isinstance(v, (list, tuple)) and len(v) == 2 and all(is_number(c) for c in v):
+            out.append((float(v[0]), float(v[1])))
+    return out
+
+
+def reference_images(action_id: str, start_frames: Mapping[str, Image], viewing: Viewing,
+                     points: Mapping[str, Sequence[tuple[float, float]]], now: float
+                     ) -> list[MonitorImage]:
+    """The frames from the action's start as sent, ``points`` (capture pixels, by camera)
+    drawn where they fall inside the view."""
+    refs: list[MonitorImage] = []
+    for cam, frame in start_frames.items():
+        px, scaling, close = viewing.view(frame.data, cam)
+        on_cam = points.get(cam)
+        if on_cam:
+            sent = [scaling.to_sent(x, y) for x, y in on_cam]
+            inside = [(x, y) for x, y in sent
+                      if 0 <= x < scaling.sent_w and 0 <= y < scaling.sent_h]
+            if inside:
+                px = im.draw_points(np.ascontiguousarray(px), inside)
+        px = np.ascontiguousarray(px)
+        data, mt = viewing.encoding.encode(px)
+        ext = "png" if mt == "image/png" else "jpg"
+        name = f"monitor_{action_id}_reference_{cam.replace('/', '_')}.{ext}"
+        refs.append(MonitorImage(cam, "reference", round(now - frame.stamp, 3), data, mt,
+                                 scaling.sent_w, scaling.sent_h, px, close, True, None,
+                                 name, frame.seq, frame.stamp))
+    return refs
+
+
+def aged_references(refs: Sequence[MonitorImage], now: float) -> list[MonitorImage]:
+    """Reference frames made earlier, their ages brought up to ``now``."""
+    return [MonitorImage(r.camera, r.label, round(now - r.stamp, 3), r.data, r.media_type,
+                         r.width, r.height, r.pixels, r.close_up, True, None, r.file, r.seq,
+                         r.stamp) for r in refs]

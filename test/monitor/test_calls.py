@@ -59,7 +59,7 @@ def test_tick_does_not_wait_on_a_threaded_model():
     rig.tick()  # submits and returns at once although the model is blocked
     assert rig.engine.calls == 1 and rig.verdicts() == []
     gate.set()
-    rig.engine.actions["a1"].call.future.result(5)
+    rig.engine.tick_calls.in_flight("a1").future.result(5)
     rig.engine.tick()
     assert [v.decision for v in rig.verdicts()] == ["finish"]
     rig.engine.shutdown()

@@ -18,7 +18,7 @@ from .transport import GoalHandle, Publisher
 class Journal:
     """Events of the run: written to its episode log (when there is one) and published."""
 
-    def __init__(self, clock: Clock, events: Publisher) -> None:
+    def __init__(self, clock: Clock, events: Publisher[AgentEvent]) -> None:
         self._clock = clock
         self._events = events
         self.log: EpisodeLog | None = None
@@ -47,7 +47,7 @@ class Journal:
 class StatePublisher:
     """``agent/state``: the run, its plan, the running actions and the conversation."""
 
-    def __init__(self, clock: Clock, pub: Publisher, run: RunState, book: ActionBook,
+    def __init__(self, clock: Clock, pub: Publisher[AgentState], run: RunState, book: ActionBook,
                  transcript: Transcript) -> None:
         self._clock = clock
         self._pub = pub

@@ -289,6 +289,19 @@ class ModelRetries:
             self.failures = 0
             self.silent = False
 
+    def failed(self) -> int:
+        """A call failed: its number in a row this wake."""
+        self.failures += 1
+        return self.failures
+
+    def retry(self, at: float) -> None:
+        self.retry_at = at
+
+    def give_up(self) -> None:
+        """Retries used up: no call until the next event wakes the planner."""
+        self.retry_at = None
+        self.silent = True
+
     def answered(self) -> int | None:
         """The model answered (or the run ended): no backoff, no silence.  Returns the
         failures it recovered from, None when there were none."""

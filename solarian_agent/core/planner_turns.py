@@ -300,19 +300,16 @@ class TurnCycle:
         if error.kind in ("auth", "config"):
             self._runs.end_run("failed", f"planner model unusable: {error}")
             return
-        retries = self.retries
-        retries.failures += 1
-        n, limit = retries.failures, self._config.budgets.model_retries_per_wake
+        n, limit = self.retries.failed(), self._config.budgets.model_retries_per_wake
         why = f"{error.kind}: {one_line(error.message, 200)}"
         if n <= limit:
             delay = backoff_delay(n - 1, self._rng)
-            retries.retry_at = self._clock.now() + delay
+            self.retries.retry(self._clock.now() + delay)
             self._journal.event("planner_model_retry", attempt=n + 1, attempts=limit + 1,
                                 error=why, retry_in_s=round(delay, 3))
             self._wakes.wake("model_error")
         else:
-            retries.retry_at = None
-            retries.silent = True
+            self.retries.give_up()
             self._journal.event(
                 "planner_silent", failures=n, error=why,
                 reason=f"the planner model failed {n} times in a row; it is called again "

@@ -128,7 +128,8 @@ class Planner:
     ) -> None:
         cams = list(cameras if cameras is not None else config.cameras)
         self.clock = clock
-        self.model = PlannerModel(provider, caller or ThreadCaller())
+        self.model = PlannerModel(provider, caller or ThreadCaller(),
+                                  has_describer=vision_backend is not None)
 
         # state, each piece with one owner ---------------------------------------------------
         self.run = RunState()
@@ -164,8 +165,6 @@ class Planner:
         self.catalogue = ToolCatalogue(bus, self.views, scene_observer)
         self.inbox = Inbox(clock, EventQueue(config.events.queue_size, config.events.overflow),
                            self.journal, self.book.notes, self.catalogue)
-        # a text-only planner: views are described by the vision backend, on the worker
-        describes = not provider.reads_images and vision_backend is not None
 
         # the parts that do the work, each with only what it needs --------------------------
         shared = (self.run, self.book, self.wakes, self.slot, self.transcript, self.journal,
@@ -182,7 +181,7 @@ class Planner:
         task_tools = TaskTools(clock, self.book, goals, timers, self.journal)
         calls = ToolCalls(clock, config, *shared, refusals=refusals, runs=self.runs, goals=goals,
                           task_tools=task_tools, catalogue=self.catalogue, views=self.views,
-                          model=self.model, describes_views=describes,
+                          model=self.model,
                           view_pub=bus.publisher(names.AGENT_VIEW, names.T_IMAGE,
                                                  QoS(depth=1), node=node))
         handlers = EventHandlers(clock, config, self.run, self.book, self.wakes, self.slot,
@@ -209,7 +208,7 @@ class Planner:
         self.cycle = TurnCycle(
             clock, config, *shared, retries=retries, refusals=refusals, calls=calls,
             runs=self.runs, catalogue=self.catalogue, views=self.views, timers=timers,
-            senses=senses, model=self.model, describes_views=describes,
+            senses=senses, model=self.model,
             rng=rng or random.Random())  # the jitter of a failed call's backoff
 
         # graph endpoints: inputs are only queued -------------------------------------------

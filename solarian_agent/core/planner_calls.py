@@ -40,15 +40,13 @@ from .views import PreparedViews, ViewManager
 
 class ToolCalls:
     """Dispatches and answers the planner's tool calls, and closes the turn once every call
-    of its reply is answered.  ``describes_views``: the planner reads no images, so views are
-    described by the vision backend (a model call on the worker)."""
+    of its reply is answered."""
 
     def __init__(self, clock: Clock, config: AgentConfig, run: RunState, book: ActionBook,
                  wakes: Wakes, slot: TurnSlot, transcript: Transcript, journal: Journal,
                  state: StatePublisher, *, refusals: Refusals, runs: RunControl,
                  goals: GoalSender, task_tools: TaskTools, catalogue: ToolCatalogue,
-                 views: ViewManager, model: PlannerModel, describes_views: bool,
-                 view_pub: Publisher[Image]) -> None:
+                 views: ViewManager, model: PlannerModel, view_pub: Publisher[Image]) -> None:
         self._clock = clock
         self._config = config
         self._run = run
@@ -66,7 +64,6 @@ class ToolCalls:
         self._views = views
         self._store: ObservationStore = views.store
         self._model = model
-        self._describes_views = describes_views
         self._view_pub = view_pub
         self.finish_after_turn: tuple[bool, str] | None = None
 
@@ -219,7 +216,7 @@ class ToolCalls:
     def answer_views(self, turn: Turn, call: ToolCall, prepared: PreparedViews) -> None:
         """Views answer at once; for a text-only planner their descriptions (model calls) are
         made on the worker and the turn waits for them."""
-        if prepared.views and self._describes_views:
+        if prepared.views and self._model.describes_views:
             turn.futures.append((call, self._model.caller.submit(
                 lambda: Message("tool", tuple(prepared.render()), (), call.id))))
         else:

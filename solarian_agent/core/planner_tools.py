@@ -174,6 +174,13 @@ class PlannerModel:
 
     provider: ModelProvider
     caller: ModelCaller
+    has_describer: bool = False  # a vision backend is configured
+
+    @property
+    def describes_views(self) -> bool:
+        """A planner that reads no images is told its views by the vision backend (a model
+        call on the worker)."""
+        return not self.provider.reads_images and self.has_describer
 
 
 class ToolCatalogue:

@@ -83,7 +83,7 @@ class TurnCycle:
                  state: StatePublisher, *, retries: ModelRetries, refusals: Refusals,
                  calls: ToolCalls, runs: RunControl, catalogue: ToolCatalogue,
                  views: ViewManager, timers: Timers, senses: Senses, model: PlannerModel,
-                 describes_views: bool, rng: random.Random) -> None:
+                 rng: random.Random) -> None:
         self._clock = clock
         self._config = config
         self._run = run
@@ -102,7 +102,6 @@ class TurnCycle:
         self._timers = timers
         self._senses = senses
         self.model = model
-        self._describes_views = describes_views
         self._rng = rng
         self.text_only_replies = 0
         self.settle_since: float | None = None
@@ -232,7 +231,7 @@ class TurnCycle:
         if self._wakes.reasons or self._wakes.news:
             msg = self.wake_message()
             prepared = self.prepared_wake
-            if prepared.views and self._describes_views:
+            if prepared.views and self.model.describes_views:
                 # a text-only planner: the views are described by the vision model, off the
                 # control path; the call starts when the descriptions are in
                 self.pending_wake = (msg, self.model.caller.submit(prepared.render))

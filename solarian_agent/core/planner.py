@@ -187,8 +187,8 @@ class Planner:
         handlers = EventHandlers(clock, config, self.run, self.book, self.wakes, self.slot,
                                  self.journal, self.state, self.runs, goals, self.catalogue)
         side_answers = SideAnswers(clock, config, self.run, self.book, self.transcript,
-                                   self.journal, self.state, self.model, self.views,
-                                   self.catalogue, task_tools)
+                                   self.journal, self.model, self.views, self.catalogue,
+                                   task_tools)
         # rules only, or rules plus the router model agent.events.router names (built where
         # the system is wired: solarian_agent.system.build_router)
         self.routing = EventRouting(

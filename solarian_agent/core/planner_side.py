@@ -23,7 +23,7 @@ from .config import AgentConfig
 from .errors import ToolCallRejected
 from .events import Event
 from .planner_calls import observe_scene_msg
-from .planner_journal import Journal, StatePublisher
+from .planner_journal import Journal
 from .planner_state import ActionBook, RunState, Transcript
 from .planner_tasks import TaskTools
 from .planner_tools import PLANNER_TOOLS, PlannerModel, ToolCatalogue, tool_msg
@@ -58,16 +58,14 @@ class SideAnswers:
     for read-only tools.  The caller keeps the returned :class:`SideCall` and polls it."""
 
     def __init__(self, clock: Clock, config: AgentConfig, run: RunState, book: ActionBook,
-                 transcript: Transcript, journal: Journal, state: StatePublisher,
-                 model: PlannerModel, views: ViewManager, catalogue: ToolCatalogue,
-                 task_tools: TaskTools) -> None:
+                 transcript: Transcript, journal: Journal, model: PlannerModel,
+                 views: ViewManager, catalogue: ToolCatalogue, task_tools: TaskTools) -> None:
         self._clock = clock
         self._config = config
         self._run = run
         self._book = book
         self._transcript = transcript
         self._journal = journal
-        self._state = state
         self._model = model
         self._views = views
         self._catalogue = catalogue

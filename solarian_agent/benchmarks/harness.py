@@ -102,14 +102,13 @@ def control_rate_during_model_call(duration_s: float = 1.0) -> tuple[float, floa
         gate.wait(0.5)
         return reply("", ("wait", {"seconds": 0.1}))
 
-    h = make_harness([slow], caller=ThreadCaller())
     clock = SystemClock()
+    h = make_harness([slow], caller=ThreadCaller(), planner_clock=clock)
     rt = Runtime(clock, h.bus, period_s=0.02, realtime=True)
     stamps: list[float] = []
     rt.add("robot", h.robot.tick)
     rt.add("executor", lambda dt: (stamps.append(time.perf_counter()), h.executor.tick()))
     rt.add("planner", lambda dt: h.planner.tick())
-    h.planner.clock = clock
     h.say("wait")
     rt.run_for(duration_s)
     gate.set()

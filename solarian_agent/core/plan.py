@@ -123,6 +123,12 @@ class PlanQueue:
                 return s
         return None
 
+    def start(self, index: int, action_id: str) -> None:
+        """The harness started step ``index`` itself (the queue's next complete step)."""
+        for s in self.steps:
+            if s.index == index:
+                s.status, s.action_id = "running", action_id
+
     def step_of(self, action_id: str) -> PlanStep | None:
         return next((s for s in self.steps if s.action_id == action_id), None)
 

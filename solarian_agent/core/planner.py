@@ -16,19 +16,31 @@ and are only *queued* here (a bounded :class:`EventQueue`); they are handled in 
 reply that arrives after the run's generation changed (cancel, reset, takeover) is discarded
 unexecuted, and any goal it had sent is refused by the executor for the same reason.
 
-:class:`Planner` holds the run's state and the graph endpoints, queues inputs and runs the
-tick; the work is in its parts (see ``docs/architecture.md``):
+:class:`Planner` is the coordinator: it builds the state (each piece with one owner) and
+the parts, hands each part only the collaborators it needs, and runs the tick.  See
+``docs/architecture.md``.
 
-* :mod:`.planner_routing` (``routing``): every event through the router; interrupts, held
-  events, parallel answers, timers, task progress;
-* :mod:`.planner_events` (``handlers``): action ends and monitor verdicts into news, wakes,
-  plan steps and follow-ups;
-* :mod:`.planner_runs` (``runs``): run start / resume / end, operator takeover, cancel and
-  reset, budgets, generations;
-* :mod:`.planner_turns` (``cycle``): the model call: wake message, context, images, turn files;
-* :mod:`.planner_calls` (``calls``): tool-call dispatch and validation, skill goals;
-* :mod:`.planner_tasks` (``task_tools``): the task and timer tools;
-* :mod:`.planner_tools`: the tool set, the instructions and the call records.
+State (:mod:`.planner_state`, :mod:`.planner_journal`, :mod:`.planner_tools`):
+
+* :class:`RunState` (``run``): status, task, generation, budgets used, and the plan queue: the
+  only writer of a plan step;
+* :class:`ActionBook` (``book``): the actions in flight, the monitor's follow-ups and
+  failures, stops sent, recent ends; its :class:`MonitorNotes`;
+* :class:`Wakes` (``wakes``): what wakes the planner (reasons, news, held additions) and when;
+* :class:`TurnSlot` (``slot``): the turn in flight, its attention episode, deferred ends;
+* :class:`Transcript` (``transcript``): the model's messages and the conversation;
+* :class:`Journal` (``journal``) and :class:`StatePublisher` (``state``): the episode log and
+  ``agent/events``, ``agent/state``; :class:`Inbox` (``inbox``): every input, queued;
+* :class:`ToolCatalogue` (``catalogue``): the skills' specs and the model's tool set.
+
+Parts: :class:`GoalSender` (:mod:`.planner_goals`: goals stamped with the generation, stops);
+:class:`RunControl` (:mod:`.planner_runs`: run start / resume / end, takeover, cancel, reset,
+budgets, generations); :class:`EventHandlers` (:mod:`.planner_events`: action ends, decided by
+the pure :func:`.planner_decide.after_action`, and monitor verdicts); :class:`ToolCalls` and
+:class:`TaskTools` (:mod:`.planner_calls`, :mod:`.planner_tasks`: the reply's calls);
+:class:`SideAnswers` (:mod:`.planner_side`: parallel answers); :class:`EventRouting`
+(:mod:`.planner_routing`: every event through the router, interrupts, held events, timers,
+progress); :class:`TurnCycle` (:mod:`.planner_turns`: the model call).
 
 The vision backend and the ``observe_scene`` observer are implementations: they are built where
 the system is wired (``system.py``, the ROS components) and passed in.
@@ -37,64 +49,63 @@ the system is wired (``system.py``, the ROS components) and passed in.
 from __future__ import annotations
 
 import random
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from ..models.base import Message, ModelProvider, ToolDef
 from . import names
-from .attention import AttentionEpisode, SceneObserverPort
+from .attention import SceneObserverPort
 from .clock import Clock
 from .config import AgentConfig
 from .episode_log import EpisodeLog, Recorder
-from .errors import ConfigError
-from .events import Event, EventQueue
-from .messages import (
-    AgentEvent,
-    AgentState,
-    Image,
-    JointState,
-    MonitorVerdict,
-    OperatorEvent,
-    SkillResult,
-)
+from .events import EventQueue
+from .messages import JointState
 from .model_caller import InlineCaller, ModelCaller, ThreadCaller
-from .monitor_rules import WATCH_FOR_RULE, Rule, floor, parse_questions
 from .observations import ObservationStore, Overlay
-from .plan import PlanQueue
 from .planner_calls import ToolCalls
 from .planner_events import EventHandlers
+from .planner_goals import GoalSender
+from .planner_journal import Inbox, Journal, StatePublisher
 from .planner_routing import EventRouting
 from .planner_runs import RunControl
+from .planner_side import SideAnswers
+from .planner_state import (
+    ActionBook,
+    ModelRetries,
+    PlanReader,
+    Refusals,
+    RunState,
+    Transcript,
+    TurnSlot,
+    Wakes,
+)
 from .planner_tasks import TaskTools
 from .planner_tools import (
     ACTIVE_STATUSES,
     HARNESS_INSTRUCTIONS,
     PLANNER_TOOLS,
     RUN_STATUSES,
+    STOP_WAIT_S,
     ActionInfo,
+    PlannerModel,
+    ToolCatalogue,
     Turn,
-    describe_tool,
-    spec_from_dict,
 )
-from .planner_turns import TurnCycle
+from .planner_turns import Senses, TurnCycle
 from .routing import Router
 from .skill import ToolSpec
 from .timers import Timers
-from .tool_schema import tool_schema
 from .transport import LATCHED, Bus, GoalHandle, QoS
 from .views import ViewManager
 from .vision import VisionBackend
 
 
 class Planner:
-    """The coordinator: the run's state (status, task, generation, plan, actions, news,
-    conversation, the turn in flight), the graph endpoints and the tick.  Inputs from any
-    thread are only queued; everything is handled in :meth:`tick` by the parts built in
-    ``__init__`` (``routing``, ``handlers``, ``runs``, ``cycle``, ``calls``, ``task_tools``).
-    ``vision_backend`` describes views for a planner that reads no images; ``scene_observer``
-    serves ``observe_scene``; ``router`` routes events (rules only when None); ``rng`` jitters
-    the backoff of a failed model call."""
+    """The coordinator: builds the run's state and the parts, wires the graph endpoints and
+    runs the tick.  Inputs from any thread are only queued (:class:`Inbox`); everything is
+    handled in :meth:`tick`.  ``vision_backend`` describes views for a planner that reads no
+    images; ``scene_observer`` serves ``observe_scene``; ``router`` routes events (rules only
+    when None); ``rng`` jitters the backoff of a failed model call."""
 
     def __init__(
         self,
@@ -115,214 +126,208 @@ class Planner:
         scene_observer: SceneObserverPort | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        self.bus = bus
+        cams = list(cameras if cameras is not None else config.cameras)
         self.clock = clock
-        self.rng = rng or random.Random()  # the jitter of a failed call's backoff
-        self.config = config
-        self.provider = provider
-        self.recorder = recorder
-        self.caller = caller or ThreadCaller()
-        self.cameras = list(cameras if cameras is not None else config.cameras)
-        self.readings_fn = readings
-        self.on_agent_idle = on_agent_idle
+        self.model = PlannerModel(provider, caller or ThreadCaller(),
+                                  has_describer=vision_backend is not None)
+
+        # state, each piece with one owner ---------------------------------------------------
+        self.run = RunState()
+        self.book = ActionBook()
+        retries = ModelRetries()
+        self.wakes = Wakes(retries, clock.now(), config.planner_heartbeat_s)
+        self.slot = TurnSlot()
+        self.transcript = Transcript()
+        self.journal = Journal(clock, bus.publisher(names.AGENT_EVENTS, names.T_AGENT_EVENT,
+                                                    QoS(depth=200), node=node))
+        self.state = StatePublisher(clock, bus.publisher(names.AGENT_STATE, names.T_AGENT_STATE,
+                                                         LATCHED, node=node),
+                                    self.run, self.book, self.transcript)
+        timers = Timers(clock, config.events.max_timers)
+
+        # views and the tool set (the backend and the observer are wired where the system is
+        # built) ---------------------------------------------------------------------------
         side = min(config.image_max_side, int(getattr(provider, "max_image_side", 10_000)))
-        self.observations = ObservationStore(clock, side, config.max_point_age_s,
-                                             grid=config.image_grid)
-        self.events = EventQueue(config.events.queue_size, config.events.overflow)
-        self.notes_lock = threading.Lock()
-
-        self.status = "idle"
-        self.task = ""
-        self.run_id = ""
-        self.run_started_at = 0.0
-        self.generation = 1
-        self.turns = 0
-        self.usage_total: dict[str, int] = {}
-        self.messages: list[Message] = []
-        self.plan = PlanQueue()
-        self.actions: dict[str, ActionInfo] = {}
-        self.followups: dict[str, tuple[str, str]] = {}  # action_id -> (tool, decision)
-        self.woken_for_fail: set[str] = set()
-        self.escalated: set[tuple[str, str]] = set()
-        self.news: list[str] = []
-        self.wake_reasons: list[str] = []
-        self.operator_actions: list[str] = []
-        self.conversation: list[dict[str, Any]] = []
-        self.turn: Turn | None = None
-        self.continue_turn = False
-        self.last_activity = clock.now()
-        self.log: EpisodeLog | None = None
-        self.log_errors = 0  # episode log writes that failed (the run goes on without them)
-        self.summary = ""
-        self.tool_failures: dict[str, int] = {}
-        self.deferred: list[Event] = []
-        # event handling: urgency routing, parallel answers, task progress, timers
-        # rules only, or rules plus the router model agent.events.router names (built where
-        # the system is wired: solarian_agent.system.build_router)
-        self.router = router if router is not None else Router()
-        self.timers = Timers(clock, config.events.max_timers)
-        # a wake that holds the plan queue (see wake): no plan step starts until the next reply
-        self.plan_hold = False
-
-        # graph endpoints ----------------------------------------------------------------
-        self._state_pub = bus.publisher(names.AGENT_STATE, names.T_AGENT_STATE, LATCHED,
-                                        node=node)
-        self._event_pub = bus.publisher(names.AGENT_EVENTS, names.T_AGENT_EVENT, QoS(depth=200),
-                                        node=node)
-        self.view_pub = bus.publisher(names.AGENT_VIEW, names.T_IMAGE, QoS(depth=1), node=node)
-        self.frames = {c: bus.subscribe(names.image_topic(c), names.T_IMAGE, qos=QoS(depth=1),
-                                        node=node) for c in self.cameras}
-        self.joints = bus.subscribe(names.JOINT_STATES, names.T_JOINT_STATE,
-                                    callback=self.observations.motion.update, qos=QoS(depth=1),
-                                    node=node)
-        bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=self._on_skill_event,
-                      qos=QoS(depth=200), node=node)
-        bus.subscribe(names.MONITOR_VERDICTS, names.T_MONITOR_VERDICT,
-                      callback=self._on_verdict, qos=QoS(depth=100), node=node)
-        bus.subscribe(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT,
-                      callback=self._on_operator, qos=QoS(depth=100), node=node)
-        self.generation_sub = bus.subscribe(names.EXECUTOR_GENERATION, names.T_GENERATION,
-                                            qos=LATCHED, node=node)
-        # the arm's health (a real arm's node publishes it): a slowed arm is said in each wake
-        self.arm_diagnostics = bus.subscribe(names.DIAGNOSTICS, names.T_DIAGNOSTICS,
-                                             qos=QoS(depth=1), node=node)
-        bus.create_service(names.AGENT_MESSAGE, names.T_AGENT_COMMAND,
-                           lambda req: self.message(str(req.get("text", ""))), node=node)
-        bus.create_service(names.AGENT_CANCEL, names.T_AGENT_COMMAND,
-                           lambda req: self.cancel(str(req.get("by", "operator"))), node=node)
-        bus.create_service(names.AGENT_RESET, names.T_AGENT_COMMAND,
-                           lambda req: self.reset(str(req.get("by", "operator"))), node=node)
-        self._specs: dict[str, ToolSpec] | None = None
-        self._floors: dict[str, dict[str, tuple[Rule, ...]]] = {}
-
-        # views and observe_scene -----------------------------------------------------------
-        # (the backend and the observer are wired where the system is built)
-        self.vision_backend = vision_backend
-        self.views = ViewManager(clock, self.observations, self._latest_frame, self.cameras,
+        store = ObservationStore(clock, side, config.max_point_age_s, grid=config.image_grid)
+        frames = {c: bus.subscribe(names.image_topic(c), names.T_IMAGE, qos=QoS(depth=1),
+                                   node=node) for c in cams}
+        self.views = ViewManager(clock, store, lambda c: _latest(frames, c), cams,
                                  reads_images=bool(provider.reads_images),
-                                 describer=self.vision_backend,
+                                 describer=vision_backend,
                                  fixed=list(config.runtime.cameras),
-                                 on_event=lambda k, d: self.log_event(k, **d),
+                                 on_event=lambda k, d: self.journal.event(k, **d),
                                  # the controller's overlays (tracker masks) on planner images;
                                  # the monitor never gets them, whatever this says
                                  overlays=list(image_overlays or [])
                                  if config.image_overlays else [])
-
-        # the parts that do the work ---------------------------------------------------------
-        self.runs = RunControl(self)
-        self.handlers = EventHandlers(self)
-        self.routing = EventRouting(self)
-        self.cycle = TurnCycle(self)
-        self.calls = ToolCalls(self)
-        self.task_tools = TaskTools(self)
-
-        self.scene_observer = scene_observer
         if scene_observer is not None and scene_observer.on_event is None:
-            scene_observer.on_event = lambda k, d: self.log_event(k, **d)
-        if self.scene_observer is not None and not bus.has_service(names.OBSERVE_SCENE):
-            bus.create_service(names.OBSERVE_SCENE, names.T_OBSERVE_SCENE,
-                               self.calls.srv_observe_scene, node=node)
-        self.attention = AttentionEpisode(autonomous=True)
-        # monitor answers to questions without rules: shown to the planner, never acted on
-        self.monitor_notes: dict[tuple[str, str], MonitorVerdict] = {}
-        self.publish_state()  # a late viewer sees the idle planner
+            scene_observer.on_event = lambda k, d: self.journal.event(k, **d)
+        self.catalogue = ToolCatalogue(bus, self.views, scene_observer)
+        self.inbox = Inbox(clock, EventQueue(config.events.queue_size, config.events.overflow),
+                           self.journal, self.book.notes, self.catalogue)
 
-    # tools --------------------------------------------------------------------------------
-    def _latest_frame(self, camera: str) -> Image | None:
-        sub = self.frames.get(camera)
-        return sub.latest() if sub is not None else None
+        # the parts that do the work, each with only what it needs --------------------------
+        shared = (self.run, self.book, self.wakes, self.slot, self.transcript, self.journal,
+                  self.state)
+        goals = GoalSender(bus, clock, self.run, self.book, self.catalogue, self.wakes,
+                           self.journal, self.state, self.inbox.goal_done)
+        refusals = Refusals(clock, store.motion, config.budgets.max_refused_in_row)
+        self.runs = RunControl(
+            bus, clock, config, *shared, views=self.views, cameras=cams,
+            generations=bus.subscribe(names.EXECUTOR_GENERATION, names.T_GENERATION,
+                                      qos=LATCHED, node=node),
+            recorder=recorder, model=self.model, catalogue=self.catalogue, refusals=refusals,
+            retries=retries, on_idle=on_agent_idle)
+        task_tools = TaskTools(clock, self.book, goals, timers, self.journal)
+        calls = ToolCalls(clock, config, *shared, refusals=refusals, runs=self.runs, goals=goals,
+                          task_tools=task_tools, catalogue=self.catalogue, views=self.views,
+                          model=self.model,
+                          view_pub=bus.publisher(names.AGENT_VIEW, names.T_IMAGE,
+                                                 QoS(depth=1), node=node))
+        handlers = EventHandlers(clock, config, self.run, self.book, self.wakes, self.slot,
+                                 self.journal, self.state, self.runs, goals, self.catalogue)
+        side_answers = SideAnswers(clock, config, self.run, self.book, self.transcript,
+                                   self.journal, self.model, self.views, self.catalogue,
+                                   task_tools)
+        # rules only, or rules plus the router model agent.events.router names (built where
+        # the system is wired: solarian_agent.system.build_router)
+        self.routing = EventRouting(
+            clock, config, *shared, router=router if router is not None else Router(),
+            timers=timers, model=self.model, handlers=handlers, runs=self.runs, calls=calls,
+            goals=goals, side_answers=side_answers)
+        senses = Senses(
+            frames=frames,
+            joints=bus.subscribe(names.JOINT_STATES, names.T_JOINT_STATE,
+                                 callback=store.motion.update, qos=QoS(depth=1), node=node),
+            readings=readings,
+            # the arm's health (a real arm's node publishes it): a slowed arm is said in each
+            # wake
+            arm_diagnostics=bus.subscribe(names.DIAGNOSTICS, names.T_DIAGNOSTICS,
+                                          qos=QoS(depth=1), node=node),
+            motion=store.motion)
+        self.cycle = TurnCycle(
+            clock, config, *shared, retries=retries, refusals=refusals, calls=calls,
+            runs=self.runs, catalogue=self.catalogue, views=self.views, timers=timers,
+            senses=senses, model=self.model,
+            rng=rng or random.Random())  # the jitter of a failed call's backoff
+
+        # graph endpoints: inputs are only queued -------------------------------------------
+        inbox = self.inbox
+        bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=inbox.skill_event,
+                      qos=QoS(depth=200), node=node)
+        bus.subscribe(names.MONITOR_VERDICTS, names.T_MONITOR_VERDICT, callback=inbox.verdict,
+                      qos=QoS(depth=100), node=node)
+        bus.subscribe(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, callback=inbox.operator,
+                      qos=QoS(depth=100), node=node)
+        bus.create_service(names.AGENT_MESSAGE, names.T_AGENT_COMMAND,
+                           lambda req: inbox.message(str(req.get("text", ""))), node=node)
+        bus.create_service(names.AGENT_CANCEL, names.T_AGENT_COMMAND,
+                           lambda req: inbox.cancel(str(req.get("by", "operator"))), node=node)
+        bus.create_service(names.AGENT_RESET, names.T_AGENT_COMMAND,
+                           lambda req: inbox.reset(str(req.get("by", "operator"))), node=node)
+        if scene_observer is not None and not bus.has_service(names.OBSERVE_SCENE):
+            bus.create_service(names.OBSERVE_SCENE, names.T_OBSERVE_SCENE,
+                               calls.srv_observe_scene, node=node)
+        self.state.publish()  # a late viewer sees the idle planner
+
+    # the run as callers read it ------------------------------------------------------------
+    @property
+    def status(self) -> str:
+        return self.run.status
+
+    @property
+    def task(self) -> str:
+        return self.run.task
+
+    @property
+    def generation(self) -> int:
+        return self.run.generation
+
+    @property
+    def turns(self) -> int:
+        return self.run.turns
+
+    @property
+    def summary(self) -> str:
+        return self.run.summary
+
+    @property
+    def plan(self) -> PlanReader:
+        return self.run.plan
+
+    @property
+    def actions(self) -> dict[str, ActionInfo]:
+        return self.book.running
+
+    @property
+    def turn(self) -> Turn | None:
+        return self.slot.current
+
+    @property
+    def messages(self) -> list[Message]:
+        return self.transcript.messages
+
+    @property
+    def conversation(self) -> list[dict[str, Any]]:
+        return self.transcript.conversation
+
+    @property
+    def observations(self) -> ObservationStore:
+        return self.views.store
+
+    @property
+    def timers(self) -> Timers:
+        return self.routing.timers
+
+    @property
+    def router(self) -> Router:
+        return self.routing.router
+
+    @router.setter
+    def router(self, router: Router) -> None:
+        self.routing.router = router
+
+    @property
+    def provider(self) -> ModelProvider:
+        return self.model.provider
+
+    @provider.setter
+    def provider(self, provider: ModelProvider) -> None:
+        self.model.provider = provider  # read at every call: the next call uses it
+
+    @property
+    def log(self) -> EpisodeLog | None:
+        return self.journal.log
+
+    @log.setter
+    def log(self, log: EpisodeLog | None) -> None:
+        self.journal.log = log
 
     @property
     def specs(self) -> dict[str, ToolSpec]:
-        if self._specs is None:
-            raw = self.bus.call(names.TOOL_CATALOGUE, {}, timeout_s=5.0)
-            self._specs = {d["name"]: spec_from_dict(d) for d in raw}
-        return self._specs
+        return self.catalogue.specs
 
     def tool_defs(self) -> list[ToolDef]:
-        defs = list(PLANNER_TOOLS.values())
-        defs += self.views.tool_defs()
-        if self.scene_observer is not None:
-            defs += self.scene_observer.tool_defs()  # offered only while it can run
-        for spec in self.specs.values():
-            defs.append(ToolDef(spec.name, describe_tool(spec), tool_schema(spec)))
-        return defs
+        return self.catalogue.tool_defs()
 
     # inputs (any thread): only queue, never act -------------------------------------------
     def message(self, text: str, by: str = "user") -> dict[str, Any]:
-        text = text.strip()
-        if not text:
-            return {"ok": False, "reason": "empty message"}
-        if text in ("/cancel", "/reset"):
-            return self.cancel(by) if text == "/cancel" else self.reset(by)
-        self.events.put(Event("user", "chat", text, {"by": by}, "queue", "message",
-                              self.clock.now()))
-        return {"ok": True, "reason": ""}
+        return self.inbox.message(text, by)
 
     def cancel(self, by: str = "operator") -> dict[str, Any]:
-        self.events.put(Event("user", "ui", "cancel", {"by": by}, "interrupt", "cancel",
-                              self.clock.now()))
-        return {"ok": True, "reason": ""}
+        return self.inbox.cancel(by)
 
     def reset(self, by: str = "operator") -> dict[str, Any]:
-        self.events.put(Event("user", "ui", "reset", {"by": by}, "interrupt", "reset",
-                              self.clock.now()))
-        return {"ok": True, "reason": ""}
+        return self.inbox.reset(by)
+
+    def on_goal_done(self, handle: GoalHandle) -> None:
+        self.inbox.goal_done(handle)
 
     def continue_in(self, log: EpisodeLog) -> None:
         """Carry a run on in the next episode's log, opening it with a ``run_continued`` event
         (the run's config, status, plan so far and the episode it continues from) so each log
         reads on its own."""
         self.runs.continue_in(log)
-
-    def _on_operator(self, ev: OperatorEvent) -> None:
-        self.events.put(Event("operator", "teleop", ev.kind, dict(ev.detail), "interrupt",
-                              "operator", self.clock.now()))
-
-    def _on_verdict(self, v: MonitorVerdict) -> None:
-        self.log_event("monitor_answer", action_id=v.action_id, tool=v.tool, question=v.question,
-                       value=v.value, probability=v.probability, decision=v.decision,
-                       source=v.source, reason=v.reason)
-        if not v.decision and v.source == "monitor":
-            # an answer below its rules' floor is no finding (the rules let it do nothing):
-            # it is not shown, and the older answer it replaces is stale
-            floor = self.answer_floor(v)
-            with self.notes_lock:
-                if floor is not None and v.probability < floor:
-                    self.monitor_notes.pop((v.action_id, v.question), None)
-                else:
-                    self.monitor_notes[(v.action_id, v.question)] = v
-        if v.decision:
-            self.events.put(Event(v.source, "verdict", v.reason or v.value, {"verdict": v},
-                                  "interrupt" if v.decision == "fail" else "queue",
-                                  "monitor_flag", self.clock.now()))
-
-    def answer_floor(self, v: MonitorVerdict) -> float | None:
-        """The confidence floor of the rules that judge ``v`` (:func:`.monitor_rules.floor`),
-        from its tool's monitor questions; a question the tool does not declare is the
-        planner's watch_for condition."""
-        floors = self._floors.get(v.tool)
-        if floors is None:
-            spec = self.specs.get(v.tool)
-            try:
-                qs = parse_questions(v.tool, list(getattr(spec, "monitor", ()) or ()))
-            except ConfigError:
-                qs = ()
-            floors = self._floors[v.tool] = {q.name: q.rules for q in qs}
-        rules = floors.get(v.question, (WATCH_FOR_RULE,))
-        return floor(rules, v.value)
-
-    def _on_skill_event(self, ev: AgentEvent) -> None:
-        data = dict(ev.data)
-        by = data.pop("by", None)
-        self.log_event(ev.kind, by=by, **data)
-
-    def on_goal_done(self, handle: GoalHandle) -> None:
-        res = handle.result
-        if isinstance(res, SkillResult):
-            self.events.put(Event("skills", "action", res.outcome, {"result": res,
-                                                                     "goal": handle.goal},
-                                  "queue", "action_ended", self.clock.now()))
 
     # the loop -----------------------------------------------------------------------------
     def tick(self) -> None:
@@ -331,88 +336,49 @@ class Planner:
         try:
             self._tick()
         except Exception as e:  # nothing escapes into the spin loop
-            self.log_event("harness_error", error=f"{type(e).__name__}: {e}")
-            if self.status in ("running", "waiting_user", "paused"):
+            self.journal.event("harness_error", error=f"{type(e).__name__}: {e}")
+            if self.run.active:
                 self.runs.end_run("failed", f"harness error: {e}")
 
     def _tick(self) -> None:
         now = self.clock.now()
-        for ev in self.events.drain():
+        queue = self.inbox.queue
+        for ev in queue.drain():
             self.routing.route(ev)
         self.routing.poll_side(now)
-        if self.turn is not None:
+        if self.slot.current is not None:
             self.cycle.poll_turn()
-        if self.deferred and (self.turn is None or not self.turn.pending):
-            for ev in self.deferred:
-                self.events.put(ev)
-            self.deferred.clear()
-        if self.status != "running":
+        for ev in self.slot.release():
+            queue.put(ev)
+        if self.run.status != "running":
             return
         self.runs.check_budgets(now)
-        if self.status != "running" or self.turn is not None or self.cycle.poll_wake():
+        if self.run.status != "running" or self.slot.current is not None \
+                or self.cycle.poll_wake():
             return
-        hb = self.config.planner_heartbeat_s
-        if (hb is not None and self.actions and not self.wake_reasons
-                and now - self.last_activity >= hb):
-            # the next heartbeat is due hb after this one, not at every tick from now on
-            self.last_activity = now
-            self.wake("heartbeat")
-        if self.wake_reasons or self.continue_turn:
-            if self.routing.waiting_for_stop(now):
-                return
-            # a wake, or a turn after a refused call (a stale point while the arm still
-            # moved), waits for still frames: a planner never spins on instant refusals
-            if (self.wake_reasons or self.calls.refused_last_turn) and \
-                    not self.routing.urgent and self.cycle.frames_settling(now):
-                return
-            if self.cycle.backing_off(now):
-                return  # a failed call's retry waits for its backoff
-            self.routing.urgent = False
-            self.cycle.start_model_call()
-
-    # what every part uses ------------------------------------------------------------------
-    def wake(self, reason: str, hold: bool = False) -> None:
-        """Wake the planner.  ``hold``: a failure, timeout, stop, monitor flag, the user or the
-        operator woke it, so the plan queue waits for its reply and no step starts by itself
-        until then: what woke it may change the plan."""
-        self.wake_reasons.append(reason)
-        self.cycle.woken(reason)
-        if hold:
-            self.plan_hold = True
-
-    def log_event(self, kind: str, by: str | None = None, **data: Any) -> None:
-        rec: dict[str, Any] | None = None
-        if self.log is not None:
-            try:
-                rec = self.log.event(kind, by=by, **data)
-            except Exception as e:
-                # a full disk or a closed file must not take the control loop down (tick's own
-                # error handler logs too): the event still goes out on the bus, and the first
-                # failure is announced there
-                self.log_errors += 1
-                if self.log_errors == 1:
-                    self._event_pub.publish(AgentEvent(self.clock.wall(), "harness_error", {
-                        "error": f"episode log write failed: {type(e).__name__}: {e}"}))
-        if rec is None:
-            rec = {"t": self.clock.wall(), "kind": kind, **({"by": by} if by else {}), **data}
-        self._event_pub.publish(AgentEvent(rec["t"], kind, {k: v for k, v in rec.items()
-                                                           if k not in ("t", "kind")}))
+        self.wakes.heartbeat(now, bool(self.book.running))
+        if not self.wakes.due:
+            return
+        # after a user stop, the re-plan call waits (at most STOP_WAIT_S) for the stopped
+        # actions to end, so it sees their ends instead of being woken again for them
+        if self.book.waiting_for_stop(now, STOP_WAIT_S) or self.cycle.held_back(now):
+            return
+        self.wakes.urgent = False
+        self.cycle.start_model_call()
 
     def publish_state(self) -> None:
-        now = self.clock.now()
-        self._state_pub.publish(AgentState(
-            generation=self.generation, status=self.status, task=self.task,
-            plan=tuple(self.plan.as_list()),
-            actions=tuple({"action_id": a.action_id, "tool": a.tool, "params": a.params,
-                           "elapsed_s": round(now - a.started_at, 2)}
-                          for a in self.actions.values()),
-            conversation=tuple(self.conversation[-50:]), stamp=now))
+        self.state.publish()
 
     def shutdown(self) -> None:
-        if self.status in ("running", "paused", "waiting_user"):
+        if self.run.active:
             self.runs.stop_everything("shutdown")
             self.runs.end_run("cancelled", "shut down")
-        self.caller.shutdown()
+        self.model.caller.shutdown()
+
+
+def _latest(frames: dict[str, Any], camera: str) -> Any:
+    sub = frames.get(camera)
+    return sub.latest() if sub is not None else None
 
 
 __all__ = ["ACTIVE_STATUSES", "HARNESS_INSTRUCTIONS", "PLANNER_TOOLS", "RUN_STATUSES",

@@ -6,16 +6,18 @@ concludes the action through ``skills/conclude`` or flags it.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
-from . import names
+from .clock import Clock
+from .config import AgentConfig
 from .events import Event
 from .messages import MonitorVerdict, SkillGoal, SkillResult
-from .planner_tools import ActionInfo
+from .planner_decide import ActionEnd, AfterKind, after_action, followup_holds
+from .planner_goals import GoalSender
+from .planner_journal import Journal, StatePublisher
+from .planner_runs import RunControl
+from .planner_state import ActionBook, RunState, TurnSlot, Wakes
+from .planner_tools import ActionInfo, ToolCatalogue
 from .text import one_line, planner_wrote, quote
-
-if TYPE_CHECKING:
-    from .planner import Planner
 
 
 def trust(source: str, before: str) -> str:
@@ -26,132 +28,138 @@ def trust(source: str, before: str) -> str:
         return "A controller check is reliable: act on it."
     return f"A monitor flag can be wrong: check the newest image{before}."
 
-# the outcome a monitor decision ends its action with (SKILL_CONCLUDE)
-_DECIDED_OUTCOME = {"finish": "succeeded", "fail": "failed"}
-
 
 class EventHandlers:
-    """Turns routed events into news, wakes and plan steps.  ``self.p``: the planner."""
+    """Turns routed events into news, wakes and plan steps: the run's messages and the
+    operator go to :class:`RunControl`; an action's end is decided by
+    :func:`.planner_decide.after_action`; a monitor verdict concludes or flags its action."""
 
-    def __init__(self, planner: Planner) -> None:
-        self.p = planner
+    def __init__(self, clock: Clock, config: AgentConfig, run: RunState, book: ActionBook,
+                 wakes: Wakes, slot: TurnSlot, journal: Journal, state: StatePublisher,
+                 runs: RunControl, goals: GoalSender, catalogue: ToolCatalogue) -> None:
+        self._clock = clock
+        self._config = config
+        self._run = run
+        self._book = book
+        self._wakes = wakes
+        self._slot = slot
+        self._journal = journal
+        self._state = state
+        self._runs = runs
+        self._goals = goals
+        self._catalogue = catalogue
 
     def handle_event(self, ev: Event) -> None:
-        self.p.last_activity = self.p.clock.now()
+        self._wakes.last_activity = self._clock.now()
         if ev.kind == "message":
-            self.p.runs.handle_message(ev)
+            self._runs.handle_message(ev)
         elif ev.kind == "cancel":
-            self.p.runs.handle_cancel(ev, forget=False)
+            self._runs.handle_cancel(ev, forget=False)
         elif ev.kind == "reset":
-            self.p.runs.handle_cancel(ev, forget=True)
+            self._runs.handle_cancel(ev, forget=True)
         elif ev.kind == "operator":
-            self.p.runs.handle_operator(ev)
+            self._runs.handle_operator(ev)
         elif ev.kind == "action_ended":
             self.handle_action_ended(ev.context["result"], ev.context["goal"])
         elif ev.kind == "monitor_flag":
             self.handle_verdict(ev.context["verdict"])
         else:
-            self.p.news.append(f"Event from {one_line(ev.source, 60)}: "
-                               f"{quote(ev.source, ev.content)}")
-            self.p.wake(ev.kind or ev.source)
+            self._wakes.news.append(f"Event from {one_line(ev.source, 60)}: "
+                                    f"{quote(ev.source, ev.content)}")
+            self._wakes.wake(ev.kind or ev.source)
 
     def handle_action_ended(self, res: SkillResult, goal: SkillGoal) -> None:
-        if self.p.turn is not None and any(ps.action_id == res.action_id
-                                           for ps in self.p.turn.pending):
+        if self._slot.starting(res.action_id):
             # the tool call that started it is still being answered: handle the end after it
-            self.p.deferred.append(Event("skills", "action", res.outcome,
-                                         {"result": res, "goal": goal}, "queue", "action_ended",
-                                         self.p.clock.now()))
+            self._slot.deferred.append(Event("skills", "action", res.outcome,
+                                             {"result": res, "goal": goal}, "queue",
+                                             "action_ended", self._clock.now()))
             return
-        info = self.p.actions.pop(res.action_id, None)
-        answered = res.action_id in self.p.calls.answered_at_start
-        self.p.calls.answered_at_start.discard(res.action_id)
+        book, journal, news = self._book, self._journal, self._wakes.news
+        info = book.pop(res.action_id)
+        answered = res.action_id in book.answered_at_start
+        book.answered_at_start.discard(res.action_id)
         if info is None and (res.outcome == "refused" or answered):
             # refused (or failed) before it started: the planner already got that as its tool
             # result, so it is not delivered a second time as news
-            self.p.log_event("action_refused", action_id=res.action_id, tool=goal.tool,
-                             reason=res.reason)
+            journal.event("action_refused", action_id=res.action_id, tool=goal.tool,
+                          reason=res.reason)
             return
         tool = info.tool if info else goal.tool
-        self.p.log_event("action_ended", action_id=res.action_id, tool=tool, outcome=res.outcome,
-                         reason=res.reason, data=res.data)
-        with self.p.notes_lock:
-            for key in [k for k in self.p.monitor_notes if k[0] == res.action_id]:
-                del self.p.monitor_notes[key]
-        # per-action bookkeeping ends with the action, whatever the run's status is now (a
-        # paused or ended run must not keep it for the life of the process)
-        followup = self.p.followups.pop(res.action_id, None)
-        if followup is not None and res.outcome != _DECIDED_OUTCOME.get(followup[1]):
-            # it ended otherwise than the monitor decided (a stop or its limit came first):
-            # the follow-up was for that decision, and after a stop it would move the arm on
-            self.p.log_event("followup_dropped", action_id=res.action_id, tool=followup[0],
-                             decision=followup[1], outcome=res.outcome)
+        journal.event("action_ended", action_id=res.action_id, tool=tool, outcome=res.outcome,
+                      reason=res.reason, data=res.data)
+        followup, failed_by_monitor = book.settle(res.action_id)
+        if followup is not None and not followup_holds(followup[1], res.outcome):
+            journal.event("followup_dropped", action_id=res.action_id, tool=followup[0],
+                          decision=followup[1], outcome=res.outcome)
             followup = None
-        woken_for_fail = res.action_id in self.p.woken_for_fail
-        self.p.woken_for_fail.discard(res.action_id)
-        self.p.escalated = {k for k in self.p.escalated if k[0] != res.action_id}
-        if self.p.status not in ("running", "waiting_user"):
-            self.p.publish_state()  # the action is gone from any viewer's screen too
+        if self._run.status not in ("running", "waiting_user"):
+            self._state.publish()  # the action is gone from any viewer's screen too
             return
-        retries = self.p.config.budgets.retries_per_step
-        step = self.p.plan.action_ended(res.action_id, res.outcome, retries,
-                                        by_monitor=woken_for_fail)
+        retries = self._config.budgets.retries_per_step
+        step = self._run.step_ended(res.action_id, res.outcome, retries, failed_by_monitor)
         if step is not None and step.status == "failed":
-            self.p.log_event("plan_step_failed", step=step.index, tool=step.tool,
-                             failures=step.failures, description=step.description)
-        if res.outcome == "succeeded":
-            self.p.tool_failures[tool] = 0
-        elif res.outcome not in ("stopped", "timed_out"):  # a timeout is not a failure
-            self.p.tool_failures[tool] = self.p.tool_failures.get(tool, 0) + 1
-        if followup is not None:
-            ftool, decision = followup
-            new_id = self.p.calls.send_goal(ftool, {}, by_harness=True)
-            if not new_id:
-                # send_goal told why; the queue waits for the planner instead of going on
-                # as if the step that always follows had run
-                self.p.wake(f"follow-up {ftool} could not start", hold=True)
-            if new_id and decision == "finish":
-                taken = self.p.plan.follow_up(res.action_id, ftool, new_id)
-                if taken is not None and new_id in self.p.actions:
-                    self.p.actions[new_id].step = taken.index
-                self.p.news.append(f"Action {res.action_id} ({tool}) finished by the monitor "
-                                   f"({quote('skill', res.reason)}); {ftool} started as its "
-                                   f"follow-up ({new_id}).")
-                return
+            journal.event("plan_step_failed", step=step.index, tool=step.tool,
+                          failures=step.failures, description=step.description)
+        self._run.count_outcome(tool, res.outcome)
+        if followup is not None and self.start_followup(res, tool, *followup):
+            return
+        decision = after_action(ActionEnd(
+            outcome=res.outcome, failed_by_monitor=failed_by_monitor,
+            others_running=bool(book.running), ran_plan_step=step is not None,
+            next_step=self._run.plan.next_step(self._catalogue.needs_point(),
+                                               set(self._catalogue.specs)),
+            planner_must_decide=bool(self._wakes.held) or self._wakes.hold))
+        if decision.kind is AfterKind.TELL_STOPPED:
+            news.append(f"Action {res.action_id} ({tool}) has now stopped.")
+            return
+        if decision.kind is AfterKind.WAKE_FOR_END:
+            self.wake_for_end(res, tool, info)
+            return
+        extra = {k: v for k, v in res.data.items() if k != "reason"}
+        result = json.dumps(extra, default=str)
+        news.append(f"Action {res.action_id} ({tool}) succeeded"
+                    + (f": {quote('skill', res.reason)}" if res.reason else ".")
+                    + (f" Result: {quote('skill', result, 1500)}" if extra else ""))
+        if decision.kind is AfterKind.WAKE_TASK_DONE:
+            self._wakes.wake("task_done")  # a task the planner started itself: news now
+        elif decision.kind is AfterKind.WAKE_BEFORE_STEP:
+            # queued user additions, or the planner was woken (a failure, a timeout, a stop,
+            # a monitor flag, the user) and has not replied: it decides the next step
+            self._wakes.wake("queued events before the next plan step")
+        elif decision.kind is AfterKind.START_STEP and decision.step is not None:
+            nxt = decision.step
+            args = dict(nxt.args or {})
+            new_id = self._goals.by_harness(nxt.tool or "", args, by_harness=True,
+                                            step_index=nxt.index)
             if new_id:
-                self.p.news.append(f"{ftool} started ({new_id}) after {res.action_id} failed.")
-        if woken_for_fail:
-            self.p.news.append(f"Action {res.action_id} ({tool}) has now stopped.")
-            return
-        if res.outcome == "succeeded":
-            extra = {k: v for k, v in res.data.items() if k != "reason"}
-            result = json.dumps(extra, default=str)
-            self.p.news.append(f"Action {res.action_id} ({tool}) succeeded"
-                               + (f": {quote('skill', res.reason)}" if res.reason else ".")
-                               + (f" Result: {quote('skill', result, 1500)}" if extra else ""))
-            if self.p.actions:
-                if step is None:  # a task the planner started itself: its result is news now
-                    self.p.wake("task_done")
-                return
-            nxt = self.p.plan.next_step(self.p.calls.needs_point(), set(self.p.specs))
-            if nxt.step is not None and (self.p.routing.held or self.p.plan_hold):
-                # queued user additions, or the planner was woken (a failure, a timeout, a
-                # stop, a monitor flag, the user) and has not replied: it decides the next step
-                self.p.wake("queued events before the next plan step")
-                return
-            if nxt.step is not None:
-                args = dict(nxt.step.args or {})
-                new_id = self.p.calls.send_goal(nxt.step.tool or "", args, by_harness=True,
-                                                step_index=nxt.step.index)
-                if new_id:
-                    self.p.log_event("plan_step", step=nxt.step.index, tool=nxt.step.tool,
-                                     args=args, action_id=new_id)
-                    return
-                self.p.wake(f"plan step {nxt.step.index} could not start")
-                return
-            self.p.wake(nxt.wake_reason)
-            return
-        self.wake_for_end(res, tool, info)
+                journal.event("plan_step", step=nxt.index, tool=nxt.tool, args=args,
+                              action_id=new_id)
+            else:
+                self._wakes.wake(f"plan step {nxt.index} could not start")
+        elif decision.kind is AfterKind.WAKE_FOR_PLAN:
+            self._wakes.wake(decision.reason)
+
+    def start_followup(self, res: SkillResult, tool: str, ftool: str, decision: str) -> bool:
+        """Start a rule's follow-up (``then``) of the ended action.  True when the action's
+        end is fully told by it (a finish the follow-up carries on)."""
+        new_id = self._goals.by_harness(ftool, {}, by_harness=True)
+        if not new_id:
+            # the sender told why; the queue waits for the planner instead of going on as if
+            # the step that always follows had run
+            self._wakes.wake(f"follow-up {ftool} could not start", hold=True)
+            return False
+        if decision == "finish":
+            taken = self._run.follow_up(res.action_id, ftool, new_id)
+            info = self._book.get(new_id)
+            if taken is not None and info is not None:
+                info.step = taken.index
+            self._wakes.news.append(f"Action {res.action_id} ({tool}) finished by the monitor "
+                                    f"({quote('skill', res.reason)}); {ftool} started as its "
+                                    f"follow-up ({new_id}).")
+            return True
+        self._wakes.news.append(f"{ftool} started ({new_id}) after {res.action_id} failed.")
+        return False
 
     def wake_for_end(self, res: SkillResult, tool: str, info: ActionInfo | None) -> None:
         if res.outcome == "timed_out":
@@ -171,9 +179,9 @@ class EventHandlers:
             if extra:
                 msg += (" (the skill also reported: "
                         f"{quote('skill', '; '.join(str(x) for x in extra))})")
-        step = self.p.plan.step_of(res.action_id) if info is not None else None
-        n = self.p.tool_failures.get(tool, 0)
-        retries = self.p.config.budgets.retries_per_step
+        step = self._run.plan.step_of(res.action_id) if info is not None else None
+        n = self._run.tool_failures.get(tool, 0)
+        retries = self._config.budgets.retries_per_step
         if step is not None and step.status == "failed":
             msg += (f" Plan step {step.index} ({planner_wrote(step.description)}) has now failed "
                     f"{step.failures} times in a row (retries_per_step {retries}): the harness "
@@ -182,49 +190,45 @@ class EventHandlers:
         elif n >= retries:
             msg += (f" {tool} has failed {n} times in a row: change your approach instead of "
                     "retrying it the same way.")
-        self.p.news.append(msg)
-        self.p.wake(f"action_{res.outcome}", hold=True)
+        self._wakes.news.append(msg)
+        self._wakes.wake(f"action_{res.outcome}", hold=True)
 
     def handle_verdict(self, v: MonitorVerdict) -> None:
         # while the planner waits for the user its actions still run: the monitor still ends
         # them (the planner hears of it with the user's answer)
-        if v.action_id not in self.p.actions or self.p.status not in ("running", "waiting_user"):
+        if v.action_id not in self._book.running or \
+                self._run.status not in ("running", "waiting_user"):
             return
         who = "controller check" if v.source == "controller" else "monitor"
         if v.decision in ("finish", "fail"):
             outcome = "succeeded" if v.decision == "finish" else "failed"
-            try:
-                r = self.p.bus.call(names.SKILL_CONCLUDE, {
-                    "action_id": v.action_id, "outcome": outcome, "generation": self.p.generation,
-                    "reason": f"{who}: {v.reason or v.question + '=' + v.value}"},
-                    timeout_s=2.0)
-            except Exception as e:
-                r = {"ok": False, "reason": str(e)}
-            self.p.log_event("monitor_decision", action_id=v.action_id, decision=v.decision,
-                             source=v.source, then=v.then, accepted=bool(r.get("ok")),
-                             reason=r.get("reason", ""))
+            r = self._goals.conclude(v.action_id, outcome,
+                                     f"{who}: {v.reason or v.question + '=' + v.value}")
+            self._journal.event("monitor_decision", action_id=v.action_id,
+                                decision=v.decision, source=v.source, then=v.then,
+                                accepted=bool(r.get("ok")), reason=r.get("reason", ""))
             if not r.get("ok"):
                 return
             if v.then:
-                self.p.followups[v.action_id] = (v.then, v.decision)
+                self._book.followups[v.action_id] = (v.then, v.decision)
             if v.decision == "fail":
-                self.p.woken_for_fail.add(v.action_id)
-                step = self.p.plan.step_of(v.action_id)
-                self.p.news.append(f"The {who} failed action {v.action_id} ({v.tool}): "
-                                   f"{quote('monitor', v.reason or v.value)}. "
-                                   + trust(v.source, "")
-                                   + (f" Plan step {step.index} stays failed until you decide: "
-                                      "call its tool again, change the plan or ask the user."
-                                      if step is not None else ""))
-                self.p.wake("monitor_flag", hold=True)
+                self._book.woken_for_fail.add(v.action_id)
+                step = self._run.plan.step_of(v.action_id)
+                self._wakes.news.append(
+                    f"The {who} failed action {v.action_id} ({v.tool}): "
+                    f"{quote('monitor', v.reason or v.value)}. " + trust(v.source, "")
+                    + (f" Plan step {step.index} stays failed until you decide: call its tool "
+                       "again, change the plan or ask the user." if step is not None else ""))
+                self._wakes.wake("monitor_flag", hold=True)
         elif v.decision == "escalate":
             key = (v.action_id, v.question)
-            if key in self.p.escalated:
+            if key in self._book.escalated:
                 return
-            self.p.escalated.add(key)
+            self._book.escalated.add(key)
             why = f" {quote('monitor', v.reason)}" if v.reason else ""
-            self.p.news.append(f"The {who} flags action {v.action_id} ({v.tool}): "
-                               f"{one_line(v.question, 300)} = {quote('monitor', v.value, 200)} "
-                               f"(p={v.probability:.2f}).{why} The action is still running. "
-                               + trust(v.source, " before stopping it"))
-            self.p.wake("monitor_flag", hold=True)
+            self._wakes.news.append(
+                f"The {who} flags action {v.action_id} ({v.tool}): "
+                f"{one_line(v.question, 300)} = {quote('monitor', v.value, 200)} "
+                f"(p={v.probability:.2f}).{why} The action is still running. "
+                + trust(v.source, " before stopping it"))
+            self._wakes.wake("monitor_flag", hold=True)

@@ -8,182 +8,206 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any
 
 from ..models.base import Message
 from . import names
-from .episode_log import EpisodeLog
+from .clock import Clock
+from .config import AgentConfig
+from .episode_log import EpisodeLog, Recorder
 from .events import Event
 from .messages import Generation
-from .plan import PlanQueue
+from .planner_journal import Journal, StatePublisher
+from .planner_state import (
+    ActionBook,
+    ModelRetries,
+    Refusals,
+    RunState,
+    Transcript,
+    TurnSlot,
+    Wakes,
+)
+from .planner_tools import PlannerModel, ToolCatalogue, system_prompt
 from .text import OPERATOR, OPERATOR_CAP, TASK_PREFIX, operator_message, quote
-
-if TYPE_CHECKING:
-    from .planner import Planner
+from .transport import Bus, Subscription
+from .views import ViewManager
 
 
 class RunControl:
-    """Starts, resumes, pauses and ends the planner's run.  ``self.p``: the planner whose run
-    state it changes."""
+    """Starts, resumes, pauses and ends the planner's run, and keeps its generation."""
 
-    def __init__(self, planner: Planner) -> None:
-        self.p = planner
+    def __init__(self, bus: Bus, clock: Clock, config: AgentConfig, run: RunState,
+                 book: ActionBook, wakes: Wakes, slot: TurnSlot, transcript: Transcript,
+                 journal: Journal, state: StatePublisher, *, views: ViewManager,
+                 cameras: list[str], generations: Subscription[Any],
+                 recorder: Recorder | None, model: PlannerModel, catalogue: ToolCatalogue,
+                 refusals: Refusals, retries: ModelRetries,
+                 on_idle: Callable[[], None] | None) -> None:
+        self._bus = bus
+        self._clock = clock
+        self._config = config
+        self._run = run
+        self._book = book
+        self._wakes = wakes
+        self._slot = slot
+        self._transcript = transcript
+        self._journal = journal
+        self._state = state
+        self._views = views
+        self._cameras = cameras
+        self._generations = generations
+        self._recorder = recorder
+        self._model = model
+        self._catalogue = catalogue
+        self._refusals = refusals
+        self._retries = retries
+        self._on_idle = on_idle
 
     def handle_message(self, ev: Event, wake: bool = True) -> None:
         text = ev.content
-        self.p.conversation.append({"role": "user", "text": text, "by": ev.context.get("by")})
-        if self.p.status in ("idle", "succeeded", "failed", "cancelled", "budget_exhausted"):
+        run = self._run
+        self._transcript.say("user", text, by=ev.context.get("by"))
+        if run.status in ("idle", "succeeded", "failed", "cancelled", "budget_exhausted"):
             self.start_run(text)
             return
-        if self.p.status == "paused":
+        if run.status == "paused":
             self.adopt_generation()
-            did = "; ".join(self.p.operator_actions) or "took over"
-            self.p.news.append(
+            did = "; ".join(run.operator_actions) or "took over"
+            self._wakes.news.append(
                 f"While the run was paused the operator: {quote('operator event', did)}.")
-            self.p.operator_actions.clear()
-            self.p.status = "running"
-            self.p.log_event("run_resumed", by="operator", generation=self.p.generation)
-        elif self.p.status == "waiting_user":
-            self.p.status = "running"
-        self.p.news.append(operator_message(text))
+            run.operator_actions.clear()
+            run.status = "running"
+            self._journal.event("run_resumed", by="operator", generation=run.generation)
+        elif run.status == "waiting_user":
+            run.status = "running"
+        self._wakes.news.append(operator_message(text))
         if wake:  # a queued addition held for the next tool result is woken for later
-            self.p.wake("message", hold=True)
+            self._wakes.wake("message", hold=True)
 
     def handle_cancel(self, ev: Event, forget: bool) -> None:
         by = str(ev.context.get("by", "operator"))
-        active = self.p.status in ("running", "paused", "waiting_user")
-        if active or self.p.actions:
+        active = self._run.active
+        if active or self._book.running:
             self.advance_generation("reset" if forget else "cancel", by)
         if active:
             self.end_run("cancelled", "reset by the operator" if forget
                          else "cancelled by the operator")
         if forget:
-            self.p.messages.clear()
-            self.p.conversation.clear()
-            self.p.plan = PlanQueue()
-            self.p.task = ""
-            self.p.views.pins.clear()
-            self.p.views.keep = 0
-            self.p.log_event("conversation_reset", by=by)
-        self.p.publish_state()
+            self._transcript.clear()
+            self._run.forget()
+            self._views.pins.clear()
+            self._views.keep = 0
+            self._journal.event("conversation_reset", by=by)
+        self._state.publish()
 
     def handle_operator(self, ev: Event) -> None:
         desc = ev.content + (f" {json.dumps(ev.context, default=str)}" if ev.context else "")
-        self.p.log_event("operator_takeover", by="operator", action=ev.content, detail=ev.context)
-        if self.p.status in ("running", "waiting_user", "paused"):
+        self._journal.event("operator_takeover", by="operator", action=ev.content,
+                            detail=ev.context)
+        run = self._run
+        if run.active:
             # what the operator did during this run, told on resume (the last 20: bounded);
             # an event between runs belongs to no run
-            self.p.operator_actions.append(desc)
-            del self.p.operator_actions[:-20]
+            run.operator_actions.append(desc)
+            del run.operator_actions[:-20]
         # the executor advanced the generation itself when the event was published; the
         # planner only stops listening to its old decisions and adopts the new generation
         self.adopt_generation()
-        if self.p.status in ("running", "waiting_user"):
-            self.p.status = "paused"
-            self.p.log_event("run_paused", by="operator", reason=desc)
-            self.drop_turn()  # a reply in flight belongs to the old generation: discarded
-            self.p.continue_turn = False
-            self.p.wake_reasons.clear()
-            self.p.publish_state()
-
-    def drop_turn(self) -> None:
-        """Forget the turn in flight; its model call, if still running, is cancelled: no
-        retry and no wait for one goes on for a reply nobody will read."""
-        turn = self.p.turn
-        if turn is not None and turn.future is not None:
-            turn.future.cancel()
-        self.p.turn = None
+        if run.status in ("running", "waiting_user"):
+            run.status = "paused"
+            self._journal.event("run_paused", by="operator", reason=desc)
+            self._slot.drop()  # a reply in flight belongs to the old generation: discarded
+            self._wakes.settle()
+            self._state.publish()
 
     def advance_generation(self, reason: str, by: str) -> None:
         try:
-            gen = self.p.bus.call(names.EXECUTOR_ADVANCE, {"reason": reason, "by": by},
-                                  timeout_s=2.0)
-            self.p.generation = int(gen)
+            gen = self._bus.call(names.EXECUTOR_ADVANCE, {"reason": reason, "by": by},
+                                 timeout_s=2.0)
+            self._run.generation = int(gen)
         except Exception as e:
             # the executor is unreachable: we still never send with the old generation
-            self.p.generation += 1
-            self.p.log_event("harness_error", error=f"could not advance generation: {e}")
+            self._run.generation += 1
+            self._journal.event("harness_error", error=f"could not advance generation: {e}")
 
     def adopt_generation(self) -> None:
-        g = self.p.generation_sub.latest()
-        if isinstance(g, Generation) and g.value > self.p.generation:
-            self.p.generation = g.value
+        g = self._generations.latest()
+        if isinstance(g, Generation):
+            self._run.adopt(g.value)
 
     def start_run(self, task: str) -> None:
         self.adopt_generation()
         # the agent's cameras come with every turn until the planner unwatch()es them
-        self.p.views.watched = list(self.p.cameras)
-        self.p.task = task
-        self.p.status = "running"
-        self.p.turns = 0
-        self.p.usage_total = {}
-        self.p.run_started_at = self.p.clock.now()
-        self.p.plan = PlanQueue()
-        self.p.tool_failures = {}
-        self.p.calls.reset_refusals()
-        self.p.calls.answered_at_start.clear()
-        self.p.news = []
-        self.p.wake_reasons = []
-        self.p.operator_actions.clear()
-        if self.p.recorder is not None:  # every run in its own episode
-            self.p.log = self.p.recorder.episode_for_run(task)
-            self.p.run_id = self.p.log.run_id
+        self._views.watched = list(self._cameras)
+        run = self._run
+        run.begin(task, self._clock.now())
+        self._refusals.reset()
+        self._book.answered_at_start.clear()
+        self._wakes.news.clear()
+        self._wakes.reasons.clear()
+        if self._recorder is not None:  # every run in its own episode
+            log = self._journal.log = self._recorder.episode_for_run(task)
+            run.run_id = log.run_id
         else:
-            self.p.run_id = f"run-{int(time.time())}"
-        self.p.log_event("run_started", run_id=self.p.run_id, task=task,
-                         models={"planner": {"provider": self.p.provider.name,
-                                             "model": self.p.provider.model}},
-                         system_prompt=self.p.cycle.system_prompt(),
-                         tools=[d.__dict__ for d in self.p.tool_defs()],
-                         generation=self.p.generation,
-                         config={"dry_run": self.p.config.dry_run,
-                                 "budgets": self.p.config.budgets.__dict__})
-        self.p.messages.append(Message.user(
+            run.run_id = f"run-{int(time.time())}"
+        provider = self._model.provider
+        self._journal.event("run_started", run_id=run.run_id, task=task,
+                            models={"planner": {"provider": provider.name,
+                                                "model": provider.model}},
+                            system_prompt=system_prompt(self._config.system_prompt),
+                            tools=[d.__dict__ for d in self._catalogue.tool_defs()],
+                            generation=run.generation,
+                            config={"dry_run": self._config.dry_run,
+                                    "budgets": self._config.budgets.__dict__})
+        self._transcript.messages.append(Message.user(
             TASK_PREFIX + quote(OPERATOR, task, OPERATOR_CAP)))
-        self.p.wake("message")
-        self.p.publish_state()
+        self._wakes.wake("message")
+        self._state.publish()
 
     def continue_in(self, log: EpisodeLog) -> None:
         """Carry a run on in the next episode's log, opening it with a ``run_continued`` event
         (the run's config, status, plan so far and the episode it continues from) so each log
         reads on its own."""
-        old = self.p.log
-        self.p.log = log
+        old = self._journal.log
+        self._journal.log = log
         log.has_run = True
-        self.p.log_event("run_continued", run_id=self.p.run_id, status=self.p.status,
-                         task=self.p.task,
-                         plan=self.p.plan.as_list(), continues_from=old.run_id if old else "",
-                         config={"dry_run": self.p.config.dry_run,
-                                 "budgets": self.p.config.budgets.__dict__})
-        self.p.cycle.turn_cursor = len(self.p.messages)
+        run = self._run
+        self._journal.event("run_continued", run_id=run.run_id, status=run.status,
+                            task=run.task, plan=run.plan.as_list(),
+                            continues_from=old.run_id if old else "",
+                            config={"dry_run": self._config.dry_run,
+                                    "budgets": self._config.budgets.__dict__})
+        self._journal.turn_cursor = len(self._transcript.messages)
 
     def end_run(self, status: str, summary: str) -> None:
-        self.p.status = status
-        self.p.summary = summary
-        self.drop_turn()
-        self.p.continue_turn = False
-        self.p.wake_reasons.clear()
-        self.p.cycle.model_answered(quiet=True)  # a backoff or silence ends with the run
-        self.p.log_event("run_ended", status=status, summary=summary, usage=self.p.usage_total,
-                         turns=self.p.turns,
-                         duration_s=round(self.p.clock.now() - self.p.run_started_at, 3))
-        self.p.conversation.append({"role": "agent", "text": summary})
-        self.p.publish_state()
-        if self.p.on_agent_idle is not None:
+        run = self._run
+        run.status = status
+        run.summary = summary
+        self._slot.drop()
+        self._wakes.settle()
+        self._retries.answered()  # a backoff or silence ends with the run
+        self._journal.event("run_ended", status=status, summary=summary, usage=run.usage,
+                            turns=run.turns,
+                            duration_s=round(self._clock.now() - run.started_at, 3))
+        self._transcript.say("agent", summary)
+        self._state.publish()
+        if self._on_idle is not None:
             try:
-                self.p.on_agent_idle()
+                self._on_idle()
             except Exception as e:
-                self.p.log_event("harness_error", error=f"on_agent_idle raised {e!r}")
+                self._journal.event("harness_error", error=f"on_agent_idle raised {e!r}")
 
     def check_budgets(self, now: float) -> None:
-        b = self.p.config.budgets
-        if self.p.turns >= b.max_turns and (self.p.wake_reasons or self.p.continue_turn):
+        b = self._config.budgets
+        run = self._run
+        if run.turns >= b.max_turns and self._wakes.due:
             self.stop_everything("budget")
             self.end_run("budget_exhausted", f"used all {b.max_turns} planner turns")
-        elif now - self.p.run_started_at > b.max_minutes * 60:
+        elif now - run.started_at > b.max_minutes * 60:
             self.stop_everything("budget")
             self.end_run("budget_exhausted", f"ran past max_minutes={b.max_minutes:g}")
 
     def stop_everything(self, reason: str) -> None:
-        if self.p.actions:
+        if self._book.running:
             self.advance_generation(reason, "agent")

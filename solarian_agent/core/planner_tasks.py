@@ -5,45 +5,51 @@ as its own event.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..models.base import ToolCall
+from .clock import Clock
 from .errors import ToolCallRejected
 from .messages import SkillFeedback
+from .planner_goals import GoalSender
+from .planner_journal import Journal
+from .planner_state import ActionBook
 from .planner_tools import Turn, tool_msg
 from .routing import pct
 from .text import planner_wrote, quote
-from .timers import TimerError
+from .timers import TimerError, Timers
 from .transport import GoalStatus
-
-if TYPE_CHECKING:
-    from .planner import Planner
 
 
 class TaskTools:
-    """Answers the task and timer tools.  ``self.p``: the planner."""
+    """Answers the task and timer tools."""
 
-    def __init__(self, planner: Planner) -> None:
-        self.p = planner
+    def __init__(self, clock: Clock, book: ActionBook, goals: GoalSender, timers: Timers,
+                 journal: Journal) -> None:
+        self._clock = clock
+        self._book = book
+        self._goals = goals
+        self._timers = timers
+        self._journal = journal
 
     def task_tool(self, turn: Turn, call: ToolCall, name: str, args: dict[str, Any]) -> None:
         if name == "task_status":
             turn.results[call.id] = tool_msg(call, self.task_status(str(args["task_id"])))
         elif name == "cancel_task":
             aid = str(args["task_id"])
-            info = self.p.actions.get(aid)
+            info = self._book.get(aid)
             if info is None:
-                ended = self.p.routing.ended_tasks.get(aid)
+                ended = self._book.ended.get(aid)
                 raise ToolCallRejected(
                     f"task {aid} already ended ({ended})" if ended else
                     f"no running task {planner_wrote(aid, 60)} (running: "
-                    f"{', '.join(self.p.actions) or 'none'})")
+                    f"{', '.join(self._book.running) or 'none'})")
             fb = info.handle.feedback
             at = (f", at {pct(fb.progress)}" if isinstance(fb, SkillFeedback)
                   and fb.progress >= 0 else "")
             reason = "cancelled by the planner" + (f": {args['reason']}"
                                                    if args.get("reason") else "")
-            if not self.p.routing.stop_task(aid, info, reason, by="agent"):
+            if not self._goals.stop(aid, info, reason, by="agent"):
                 raise ToolCallRejected(f"task {aid} could not be cancelled (it may be ending)")
             if any(ps.action_id == aid for ps in turn.pending):
                 # started by this very reply and not yet running: its own call is answered
@@ -59,35 +65,35 @@ class TaskTools:
             turn.waits = True
         elif name == "set_timer":
             try:
-                t = self.p.timers.set(float(args["seconds"]), str(args.get("note", "")),
+                t = self._timers.set(float(args["seconds"]), str(args.get("note", "")),
                                       bool(args.get("repeat", False)))
             except TimerError as e:
                 raise ToolCallRejected(str(e)) from e
-            self.p.log_event("timer_set", timer_id=t.timer_id, seconds=t.seconds, note=t.note,
+            self._journal.event("timer_set", timer_id=t.timer_id, seconds=t.seconds, note=t.note,
                              repeat=t.repeat)
             turn.results[call.id] = tool_msg(
-                call, f"timer {t.timer_id} set: {t.describe(self.p.clock.now())}. It arrives as "
+                call, f"timer {t.timer_id} set: {t.describe(self._clock.now())}. It arrives as "
                       "its own event.")
             turn.waits = True
         elif name == "cancel_timer":
             tid = str(args["timer_id"])
-            gone = self.p.timers.cancel(tid)
+            gone = self._timers.cancel(tid)
             if gone is None:
-                ids = ", ".join(t.timer_id for t in self.p.timers.active) or "none"
+                ids = ", ".join(t.timer_id for t in self._timers.active) or "none"
                 raise ToolCallRejected(f"no timer {planner_wrote(tid, 60)} (set: {ids})")
-            self.p.log_event("timer_cancelled", timer_id=tid)
+            self._journal.event("timer_cancelled", timer_id=tid)
             turn.results[call.id] = tool_msg(call, f"timer {tid} cancelled")
 
     def task_status(self, aid: str) -> str:
-        info = self.p.actions.get(aid)
+        info = self._book.get(aid)
         if info is None:
-            ended = self.p.routing.ended_tasks.get(aid)
+            ended = self._book.ended.get(aid)
             if ended is not None:
                 return f"task {aid}: ended ({ended}); its result was delivered as an event."
             raise ToolCallRejected(f"no task {planner_wrote(aid, 60)} (running: "
-                                   f"{', '.join(self.p.actions) or 'none'})")
+                                   f"{', '.join(self._book.running) or 'none'})")
         st, fb = info.handle.status, info.handle.feedback
-        if aid in self.p.routing.stopping or st == GoalStatus.CANCELING:
+        if aid in self._book.stopping or st == GoalStatus.CANCELING:
             state = "stopping"
         elif st == GoalStatus.ACCEPTED and fb is None:
             state = "starting"
@@ -96,7 +102,7 @@ class TaskTools:
         phase = fb.phase if isinstance(fb, SkillFeedback) else "starting"
         progress = (pct(fb.progress) if isinstance(fb, SkillFeedback) and fb.progress >= 0
                     else "unknown")
-        elapsed = self.p.clock.now() - info.started_at
+        elapsed = self._clock.now() - info.started_at
         return (f"task {aid} ({info.tool}): state {state}, phase {quote('skill', phase, 80)}, "
                 f"progress {progress}, "
                 f"{elapsed:.1f} s elapsed. No result yet: it arrives as its own event when the "

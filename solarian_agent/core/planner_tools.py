@@ -1,7 +1,7 @@
 """The planner's tool set and the records of its calls: the harness instructions and the
 planner tools (``update_plan, observe, stop_action, ask_user, finish_task`` and the task and
-timer tools), how a skill's catalogue entry becomes a tool for the model, the running actions
-and the turn in flight.
+timer tools), how a skill's catalogue entry becomes a tool for the model (the
+:class:`ToolCatalogue`), the planner's model, the running actions and the turn in flight.
 """
 
 from __future__ import annotations
@@ -12,12 +12,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..models.base import Message, ModelReply, ModelRequest, TextPart, ToolCall, ToolDef
+from ..models.base import (
+    Message,
+    ModelProvider,
+    ModelReply,
+    ModelRequest,
+    TextPart,
+    ToolCall,
+    ToolDef,
+)
+from . import names
+from .attention import SceneObserverPort
+from .errors import ConfigError
+from .messages import MonitorVerdict
+from .model_caller import ModelCaller
+from .monitor_rules import WATCH_FOR_RULE, Rule, floor, parse_questions
 from .plan import PLAN_SCHEMA
 from .routing import TASK_INSTRUCTIONS, TASK_TOOLS, describe_async
 from .skill import ToolSpec
 from .text import DATA_INSTRUCTIONS
-from .transport import GoalHandle
+from .tool_schema import tool_schema
+from .transport import Bus, GoalHandle
+from .views import ViewManager
 
 HARNESS_INSTRUCTIONS = """\
 You are the planner of a robot.  You act only through tools.
@@ -144,3 +160,82 @@ def spec_from_dict(d: Mapping[str, Any]) -> ToolSpec:
         max_duration_s=d.get("max_duration_s"), max_target_area=d.get("max_target_area"),
         monitor=tuple(d.get("monitor", ())), camera=d.get("camera"),
         resources=tuple(d.get("resources", ("arm",))))
+
+
+def system_prompt(config_prompt: str) -> str:
+    """The planner's system prompt: the configured one, then the harness instructions."""
+    return (config_prompt.strip() + "\n\n" + HARNESS_INSTRUCTIONS).strip()
+
+
+@dataclass
+class PlannerModel:
+    """The planner's model and the worker its calls run on.  The provider is read at every
+    call, never copied: a test (or an operator tool) may swap it between runs."""
+
+    provider: ModelProvider
+    caller: ModelCaller
+    has_describer: bool = False  # a vision backend is configured
+
+    @property
+    def describes_views(self) -> bool:
+        """A planner that reads no images is told its views by the vision backend (a model
+        call on the worker)."""
+        return not self.provider.reads_images and self.has_describer
+
+
+class ToolCatalogue:
+    """The skills' tool specs, fetched from the executor's catalogue service at first use
+    (the executor may come up after the planner), and the tool set offered to the model:
+    the planner tools, the view tools, ``observe_scene`` while it can run, the skills."""
+
+    def __init__(self, bus: Bus, views: ViewManager,
+                 scene_observer: SceneObserverPort | None) -> None:
+        self._bus = bus
+        self._views = views
+        self.scene_observer = scene_observer
+        self._specs: dict[str, ToolSpec] | None = None
+        self._floors: dict[str, dict[str, tuple[Rule, ...]]] = {}
+
+    @property
+    def specs(self) -> dict[str, ToolSpec]:
+        if self._specs is None:
+            raw = self._bus.call(names.TOOL_CATALOGUE, {}, timeout_s=5.0)
+            self._specs = {d["name"]: spec_from_dict(d) for d in raw}
+        return self._specs
+
+    def fetched(self) -> dict[str, ToolSpec]:
+        """The specs if they were fetched already, else none: a view of the planner (the
+        plan markers) never makes the service call itself."""
+        return self._specs or {}
+
+    def preload(self, specs: dict[str, ToolSpec]) -> None:
+        """Use these specs instead of asking the catalogue service (a graph without one)."""
+        self._specs = dict(specs)
+        self._floors.clear()
+
+    def needs_point(self) -> set[str]:
+        return {n for n, s in self.specs.items() if s.image_points}
+
+    def tool_defs(self) -> list[ToolDef]:
+        defs = list(PLANNER_TOOLS.values())
+        defs += self._views.tool_defs()
+        if self.scene_observer is not None:
+            defs += self.scene_observer.tool_defs()  # offered only while it can run
+        for spec in self.specs.values():
+            defs.append(ToolDef(spec.name, describe_tool(spec), tool_schema(spec)))
+        return defs
+
+    def answer_floor(self, v: MonitorVerdict) -> float | None:
+        """The confidence floor of the rules that judge ``v`` (:func:`.monitor_rules.floor`),
+        from its tool's monitor questions; a question the tool does not declare is the
+        planner's watch_for condition."""
+        floors = self._floors.get(v.tool)
+        if floors is None:
+            spec = self.specs.get(v.tool)
+            try:
+                qs = parse_questions(v.tool, list(getattr(spec, "monitor", ()) or ()))
+            except ConfigError:
+                qs = ()
+            floors = self._floors[v.tool] = {q.name: q.rules for q in qs}
+        rules = floors.get(v.question, (WATCH_FOR_RULE,))
+        return floor(rules, v.value)

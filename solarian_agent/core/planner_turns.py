@@ -12,7 +12,8 @@ import json
 import random
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..models.base import (
     ImagePart,
@@ -25,37 +26,96 @@ from ..models.base import (
 )
 from .arm_status import derating_line
 from .attention import AttentionEpisode
+from .clock import Clock
+from .config import AgentConfig
 from .episode_log import EpisodeLog
 from .errors import ToolCallRejected
+from .messages import Image, JointState
+from .observations import MotionTracker
+from .planner_calls import ToolCalls
+from .planner_journal import Journal, StatePublisher
+from .planner_runs import RunControl
+from .planner_state import (
+    ActionBook,
+    ModelRetries,
+    Refusals,
+    RunState,
+    Transcript,
+    TurnSlot,
+    Wakes,
+)
 from .planner_tools import (
     FIRST_FRAME_WAIT_S,
     FRESH_FRAME_WAIT_S,
-    HARNESS_INSTRUCTIONS,
     SETTLE_S,
+    PlannerModel,
+    ToolCatalogue,
     Turn,
+    system_prompt,
     tool_msg,
 )
 from .routing import render_news
 from .text import clean_reply, one_line, quote, quote_prefix
-from .views import PreparedViews
+from .timers import Timers
+from .transport import Subscription
+from .views import PreparedViews, ViewManager
 
-if TYPE_CHECKING:
-    from .planner import Planner
+Readings = Callable[[JointState | None], dict[str, dict[str, float]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Senses:
+    """What the planner is shown of the robot besides its views: the cameras' latest
+    frames, the joint states (and how they become readings), the arm's health, its motion."""
+
+    frames: Mapping[str, Subscription[Image]]
+    joints: Subscription[JointState]
+    readings: Readings | None
+    arm_diagnostics: Subscription[Any]
+    motion: MotionTracker
 
 
 class TurnCycle:
-    """Starts, polls and records the planner's model calls.  ``self.p``: the planner."""
+    """Starts, polls and records the planner's model calls."""
 
-    def __init__(self, planner: Planner) -> None:
-        self.p = planner
+    def __init__(self, clock: Clock, config: AgentConfig, run: RunState, book: ActionBook,
+                 wakes: Wakes, slot: TurnSlot, transcript: Transcript, journal: Journal,
+                 state: StatePublisher, *, retries: ModelRetries, refusals: Refusals,
+                 calls: ToolCalls, runs: RunControl, catalogue: ToolCatalogue,
+                 views: ViewManager, timers: Timers, senses: Senses, model: PlannerModel,
+                 rng: random.Random) -> None:
+        self._clock = clock
+        self._config = config
+        self._run = run
+        self._book = book
+        self._wakes = wakes
+        self._slot = slot
+        self._transcript = transcript
+        self._journal = journal
+        self._state = state
+        self.retries = retries
+        self._refusals = refusals
+        self._calls = calls
+        self._runs = runs
+        self._catalogue = catalogue
+        self._views = views
+        self._timers = timers
+        self._senses = senses
+        self.model = model
+        self._rng = rng
         self.text_only_replies = 0
         self.settle_since: float | None = None
-        self.turn_cursor: int | None = None  # after run_continued: log only newer messages
         self.pending_wake: tuple[Message, cf.Future[list[Any]]] | None = None
-        self.prepared_wake: PreparedViews = PreparedViews(planner.views)
-        self.model_failures = 0  # failed planner calls in a row (this wake)
-        self.retry_at: float | None = None  # a failed call is retried at this clock time
-        self.silent = False  # retries used up: no call until the next event wakes it
+        self.prepared_wake: PreparedViews = PreparedViews(views)
+
+    def held_back(self, now: float) -> bool:
+        """A due call waits: a wake, or a turn after a refused call (a stale point while the
+        arm still moved), waits for still frames unless an interrupt made it urgent, so a
+        planner never spins on instant refusals; a failed call's retry waits its backoff."""
+        if (self._wakes.reasons or self._refusals.last_turn) and not self._wakes.urgent \
+                and self.frames_settling(now):
+            return True
+        return self.retries.backing_off(now)
 
     def frames_settling(self, now: float) -> bool:
         """Hold a wake back (at most ``FRESH_FRAME_WAIT_S``) until every camera has a frame
@@ -66,55 +126,47 @@ class TurnCycle:
             self.settle_since = now
         waited = now - self.settle_since
         if waited < FIRST_FRAME_WAIT_S and any(
-                sub.latest() is None for sub in self.p.frames.values()):
+                sub.latest() is None for sub in self._senses.frames.values()):
             return True  # a camera that has not delivered yet: a graph still coming up
         if waited >= FRESH_FRAME_WAIT_S:
             self.settle_since = None
             return False
-        moved = self.p.observations.motion.last_moved
+        moved = self._senses.motion.last_moved
         if now - moved < SETTLE_S:
             return True  # still moving, or just stopped: the next frame would be stale
-        for sub in self.p.frames.values():
+        for sub in self._senses.frames.values():
             f = sub.latest()
             if f is not None and f.stamp < moved:
                 return True
         self.settle_since = None
         return False
 
-    def system_prompt(self) -> str:
-        return (self.p.config.system_prompt.strip() + "\n\n" + HARNESS_INSTRUCTIONS).strip()
-
     def readings(self) -> dict[str, dict[str, float]]:
-        js = self.p.joints.latest()
-        if self.p.readings_fn is not None:
-            out = self.p.readings_fn(js)
+        js = self._senses.joints.latest()
+        if self._senses.readings is not None:
+            out = self._senses.readings(js)
         elif js is not None:
             out = {"joints": {n: round(p, 4) for n, p in zip(js.name, js.position,
                                                               strict=False)}}
         else:
             out = {}
-        want = self.p.config.state_fields
+        want = self._config.state_fields
         if want:
             out = {m: {f: v for f, v in fields.items() if f in want.get(m, [])}
                    for m, fields in out.items() if m in want}
         return out
 
     def wake_message(self) -> Message:
-        reasons = ", ".join(dict.fromkeys(self.p.wake_reasons)) or "continue"
+        reasons = ", ".join(dict.fromkeys(self._wakes.reasons)) or "continue"
         lines = [f"[woken: {reasons}]"]
-        if self.p.news:
-            lines.append(render_news(self.p.news))
-        lines.append("Plan:\n" + self.p.plan.render())
-        now = self.p.clock.now()
+        if self._wakes.news:
+            lines.append(render_news(self._wakes.news))
+        lines.append("Plan:\n" + self._run.plan.render())
+        now = self._clock.now()
         running = [f"{a.action_id} {a.tool} ({now - a.started_at:.1f} s)"
-                   for a in self.p.actions.values()]
+                   for a in self._book.running.values()]
         lines.append("Running: " + (", ".join(running) if running else "nothing"))
-        with self.p.notes_lock:
-            # notes for actions this planner does not track (operator actions, late verdicts)
-            # are dropped here, so the dict never outgrows the running actions
-            for key in [k for k in self.p.monitor_notes if k[0] not in self.p.actions]:
-                del self.p.monitor_notes[key]
-            notes = list(self.p.monitor_notes.values())
+        notes = self._book.notes.for_actions(self._book.running)
         if notes:
             lines.append("Monitor (may be wrong; check the newest image): " + "; ".join(
                 f"{v.action_id} {v.tool}: {one_line(v.question, 300)}="
@@ -122,23 +174,23 @@ class TurnCycle:
         readings = self.readings()
         if readings:
             lines.append("Readings: " + json.dumps(readings))
-        slowed = derating_line(self.p.arm_diagnostics.latest())
+        slowed = derating_line(self._senses.arm_diagnostics.latest())
         if slowed:
             lines.append(slowed)
         # a fresh attention episode (and acquisition budget) per wake: autonomous unless a
         # user asked
-        self.p.attention = AttentionEpisode(autonomous="message" not in self.p.wake_reasons)
-        self.prepared_wake = self.p.views.capture_for_turn()
-        self.p.news.clear()
-        self.p.wake_reasons.clear()
+        self._slot.attention = AttentionEpisode(autonomous="message" not in self._wakes.reasons)
+        self.prepared_wake = self._views.capture_for_turn()
+        self._wakes.news.clear()
+        self._wakes.reasons.clear()
         return Message("user", (TextPart("\n".join(lines)),))
 
     def context(self) -> tuple[Message, ...]:
         """Messages for the request: older images beyond max_images_in_context become stubs."""
-        keep = self.p.config.max_images_in_context
+        keep = self._config.max_images_in_context
         out: list[Message] = []
         seen = 0
-        for msg in reversed(self.p.messages):
+        for msg in reversed(self._transcript.messages):
             parts: list[Any] = []
             for p in reversed(msg.content):
                 if isinstance(p, ImagePart):
@@ -155,12 +207,8 @@ class TurnCycle:
         # an image past the window is never sent again: the stub replaces it in the kept
         # conversation too, so its bytes are not held for the life of the process (the
         # conversation outlives runs until /reset)
-        self.p.messages[:] = out
+        self._transcript.messages[:] = out
         return tuple(out)
-
-    def needs_describer(self, prepared: PreparedViews) -> bool:
-        return bool(prepared.views) and not self.p.provider.reads_images \
-            and self.p.vision_backend is not None
 
     def poll_wake(self) -> bool:
         """True while a wake message waits for its views to be described (a model call)."""
@@ -175,35 +223,36 @@ class TurnCycle:
         except Exception as e:
             parts = [TextPart("[views could not be described: "
                               f"{quote('error', f'{type(e).__name__}: {e}')}]")]
-        self.p.messages.append(Message("user", (*msg.content, *parts)))
-        self.p.continue_turn = True
+        self._transcript.messages.append(Message("user", (*msg.content, *parts)))
+        self._wakes.continue_turn = True
         return False
 
     def start_model_call(self) -> None:
-        if self.p.wake_reasons or self.p.news:
+        if self._wakes.reasons or self._wakes.news:
             msg = self.wake_message()
             prepared = self.prepared_wake
-            if self.needs_describer(prepared):
+            if prepared.views and self.model.describes_views:
                 # a text-only planner: the views are described by the vision model, off the
                 # control path; the call starts when the descriptions are in
-                self.pending_wake = (msg, self.p.caller.submit(prepared.render))
+                self.pending_wake = (msg, self.model.caller.submit(prepared.render))
                 return
-            self.p.messages.append(Message("user", (*msg.content, *prepared.render())))
-        self.p.continue_turn = False
-        request = ModelRequest(self.system_prompt(), self.context(),
-                               tuple(self.p.tool_defs()), self.p.config.planner.max_tokens)
-        self.p.turns += 1
-        turn = Turn(self.p.generation, started_at=self.p.clock.now(),
+            self._transcript.messages.append(Message("user", (*msg.content, *prepared.render())))
+        self._wakes.continue_turn = False
+        request = ModelRequest(system_prompt(self._config.system_prompt), self.context(),
+                               tuple(self._catalogue.tool_defs()), self._config.planner.max_tokens)
+        self._run.turns += 1
+        turn = Turn(self._run.generation, started_at=self._clock.now(),
                     wall_start=time.monotonic(), request=request)
-        turn.turn_file = self.p.log.next_turn_name() if self.p.log is not None else ""
-        timeout = self.p.config.planner.timeout_s
-        provider = self.p.provider
-        self.p.turn = turn
-        turn.future = self.p.caller.submit(
+        log = self._journal.log
+        turn.turn_file = log.next_turn_name() if log is not None else ""
+        timeout = self._config.planner.timeout_s
+        provider = self.model.provider
+        self._slot.current = turn
+        turn.future = self.model.caller.submit(
             lambda: clean_reply(provider.complete(request, timeout_s=timeout)))
 
     def poll_turn(self) -> None:
-        turn = self.p.turn
+        turn = self._slot.current
         assert turn is not None
         if turn.future is not None:
             if not turn.future.done():
@@ -217,87 +266,66 @@ class TurnCycle:
                 reply, error = None, e
             except Exception as e:
                 reply, error = None, ModelError("server", f"{type(e).__name__}: {e}")
-            if turn.generation != self.p.generation or self.p.status != "running":
-                self.p.log_event(
+            if turn.generation != self._run.generation or self._run.status != "running":
+                self._journal.event(
                     "planner_reply_discarded", turn=turn.turn_file,
                     reason="the run's generation changed while the model was thinking")
-                self.p.turn = None
+                self._slot.current = None
                 return
             self.record_turn(turn, reply, error, latency)
             if error is not None:
                 self.model_failed(error)
                 return
             assert reply is not None
-            self.model_answered()
+            recovered = self.retries.answered()
+            if recovered is not None:
+                self._journal.event("planner_model_ok", after_failures=recovered)
             self.handle_reply(turn, reply)
-            if self.p.turn is not turn:
+            if self._slot.current is not turn:
                 return  # a text-only reply closed the turn itself (and chose to continue or not)
-        self.p.calls.poll_pending(turn)
+        self._calls.poll_pending(turn)
 
     # a failing planner model (HTTP 503 ...): a few calls per wake, backing off ------------
     def model_failed(self, error: ModelError) -> None:
         """A failed call is retried after an exponential backoff with jitter (the planner's
         clock and RNG), at most ``budgets.model_retries_per_wake`` times; then the planner
         stays silent until the next event wakes it, and says so (``planner_silent``)."""
-        self.p.turn = None
+        self._slot.current = None
         note = (f"Your previous call failed ({error.kind}): "
                 f"{quote('model error', error.message, 600)}. Continue.")
-        self.p.news[:] = [n for n in self.p.news if not (
+        self._wakes.news[:] = [n for n in self._wakes.news if not (
             isinstance(n, str) and n.startswith("Your previous call failed ("))]
-        self.p.news.append(note)
+        self._wakes.news.append(note)
         if error.kind in ("auth", "config"):
-            self.p.runs.end_run("failed", f"planner model unusable: {error}")
+            self._runs.end_run("failed", f"planner model unusable: {error}")
             return
-        self.model_failures += 1
-        n, limit = self.model_failures, self.p.config.budgets.model_retries_per_wake
+        n, limit = self.retries.failed(), self._config.budgets.model_retries_per_wake
         why = f"{error.kind}: {one_line(error.message, 200)}"
         if n <= limit:
-            delay = backoff_delay(n - 1, self.p.rng)
-            self.retry_at = self.p.clock.now() + delay
-            self.p.log_event("planner_model_retry", attempt=n + 1, attempts=limit + 1,
-                             error=why, retry_in_s=round(delay, 3))
-            self.p.wake("model_error")
+            delay = backoff_delay(n - 1, self._rng)
+            self.retries.retry(self._clock.now() + delay)
+            self._journal.event("planner_model_retry", attempt=n + 1, attempts=limit + 1,
+                                error=why, retry_in_s=round(delay, 3))
+            self._wakes.wake("model_error")
         else:
-            self.retry_at = None
-            self.silent = True
-            self.p.log_event(
+            self.retries.give_up()
+            self._journal.event(
                 "planner_silent", failures=n, error=why,
                 reason=f"the planner model failed {n} times in a row; it is called again "
                        "when the next event wakes it (a message, an action's end, a monitor "
                        "flag); /cancel ends the run")
-        self.p.publish_state()
-
-    def model_answered(self, quiet: bool = False) -> None:
-        """The model answered (or, ``quiet``, the run ended): no backoff, no silence."""
-        if (self.silent or self.model_failures) and not quiet:
-            self.p.log_event("planner_model_ok", after_failures=self.model_failures)
-        self.model_failures, self.retry_at, self.silent = 0, None, False
-
-    def woken(self, reason: str) -> None:
-        """A new wake (not a retry): the retries start afresh."""
-        if reason != "model_error":
-            self.model_failures = 0
-            self.silent = False
-
-    def backing_off(self, now: float) -> bool:
-        """True while a failed call's retry waits for its backoff."""
-        if self.retry_at is None:
-            return False
-        if now < self.retry_at:
-            return True
-        self.retry_at = None
-        return False
+        self._state.publish()
 
     def record_turn(self, turn: Turn, reply: ModelReply | None, error: ModelError | None,
                     latency: float) -> None:
         if reply is not None:
-            for k, v in reply.usage.as_dict().items():
-                self.p.usage_total[k] = self.p.usage_total.get(k, 0) + v
-        if self.p.log is None or turn.request is None:
+            self._run.add_usage(reply.usage.as_dict())
+        log = self._journal.log
+        if log is None or turn.request is None:
             return
         payload = {
             "turn": turn.turn_file, "generation": turn.generation,
-            "input": request_json(turn.request, self.p.log, self.turn_cursor or 0),
+            "input": request_json(turn.request, log, self._journal.turn_cursor or 0),
             "output": None if reply is None else {
                 "text": reply.text, "model": reply.model, "stop_reason": reply.stop_reason,
                 "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
@@ -305,39 +333,39 @@ class TurnCycle:
                 "usage": reply.usage.as_dict()},
             "error": None if error is None else error.as_dict(),
         }
-        self.p.log.write_turn(turn.turn_file, payload)
-        if self.turn_cursor is not None:
-            self.turn_cursor = len(turn.request.messages)
-        self.p.log_event("planner_turn", turn=turn.turn_file, latency_s=round(latency, 4),
+        log.write_turn(turn.turn_file, payload)
+        if self._journal.turn_cursor is not None:
+            self._journal.turn_cursor = len(turn.request.messages)
+        self._journal.event("planner_turn", turn=turn.turn_file, latency_s=round(latency, 4),
                          usage=None if reply is None else reply.usage.as_dict(),
-                         model=(reply.model if reply else self.p.provider.model),
+                         model=(reply.model if reply else self.model.provider.model),
                          text=(reply.text if reply else ""),
                          tools=[c.name for c in reply.tool_calls] if reply else [],
                          error=None if error is None else error.as_dict())
 
     def handle_reply(self, turn: Turn, reply: ModelReply) -> None:
-        self.p.plan_hold = False  # the planner has answered since the user's stop
+        self._wakes.hold = False  # the planner has answered since the user's stop
         reply, oversized = bounded_reply(reply)
         kept = Message("assistant", (TextPart(reply.text),) if reply.text else (),
                        reply.tool_calls)
-        self.p.messages.append(kept)
+        self._transcript.messages.append(kept)
         if reply.text:
-            self.p.conversation.append({"role": "agent", "text": reply.text})
+            self._transcript.say("agent", reply.text)
         if not reply.tool_calls:
             self.text_only_replies += 1
-            if self.p.actions or len(self.p.timers):  # it waits for a task's end or a timer
-                self.p.turn = None
+            if self._book.running or len(self._timers):  # it waits for a task's end or a timer
+                self._slot.current = None
                 return
             if self.text_only_replies >= 2:
-                self.p.status = "waiting_user"
-                self.p.log_event("waiting_user", question=reply.text)
-                self.p.turn = None
-                self.p.publish_state()
+                self._run.status = "waiting_user"
+                self._journal.event("waiting_user", question=reply.text)
+                self._slot.current = None
+                self._state.publish()
                 return
-            self.p.messages.append(Message.user(
+            self._transcript.messages.append(Message.user(
                 "Nothing is running. Call a tool, ask_user, or finish_task."))
-            self.p.continue_turn = True
-            self.p.turn = None
+            self._wakes.continue_turn = True
+            self._slot.current = None
             return
         self.text_only_replies = 0
         refused: set[str] = set()
@@ -350,23 +378,23 @@ class TurnCycle:
             if call.id in oversized:
                 turn.results[call.id] = tool_msg(call, f"refused: {oversized[call.id]}",
                                                  error=True)
-                self.p.log_event("tool_refused", tool=call.name, reason=oversized[call.id])
+                self._journal.event("tool_refused", tool=call.name, reason=oversized[call.id])
                 continue
             try:
-                self.p.calls.do_call(turn, call)
+                self._calls.do_call(turn, call)
             except ToolCallRejected as e:
-                turn.results[call.id] = tool_msg(call, self.p.calls.refusal(call.name, e.reason),
+                turn.results[call.id] = tool_msg(call, self._refusals.refuse(call.name, e.reason),
                                                  error=True)
-                self.p.log_event("tool_refused", tool=call.name, reason=e.reason)
+                self._journal.event("tool_refused", tool=call.name, reason=e.reason)
                 refused.add(call.id)
         # a refused call's long arguments are not resent every turn: its refusal quotes them
         slim = tuple(dataclasses.replace(c, arguments={}) if c.id in refused
                      and len(json.dumps(c.arguments, default=str)) > REFUSED_ARGUMENT_CHARS
                      else c for c in kept.tool_calls)
         if slim != kept.tool_calls:
-            for i in range(len(self.p.messages) - 1, -1, -1):
-                if self.p.messages[i] is kept:
-                    self.p.messages[i] = dataclasses.replace(kept, tool_calls=slim)
+            for i in range(len(self._transcript.messages) - 1, -1, -1):
+                if self._transcript.messages[i] is kept:
+                    self._transcript.messages[i] = dataclasses.replace(kept, tool_calls=slim)
                     break
 
 

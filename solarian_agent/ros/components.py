@@ -570,7 +570,7 @@ def build_planner_core(clock: Clock, cfg: AgentConfig, *, provider: Any = None,
 
     def on_state(state: AgentState) -> None:
         try:
-            specs = planner._specs or {}
+            specs = planner.catalogue.fetched()
             pts = {n: s.image_points for n, s in specs.items()}
             cams = {n: s.camera or "overhead" for n, s in specs.items()}
 

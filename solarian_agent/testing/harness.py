@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..core import names
-from ..core.clock import FakeClock
+from ..core.clock import Clock, FakeClock
 from ..core.config import AgentConfig, load_agent_config
 from ..core.episode_log import Recorder
 from ..core.executor import SkillExecutor
@@ -210,6 +210,7 @@ def make_harness(
     vision_backend: Any = None,
     rng: Any = None,
     ports: Mapping[str, Any] | None = None,
+    planner_clock: Clock | None = None,
 ) -> Harness:
     clock = FakeClock()
     bus = Bus()
@@ -230,7 +231,9 @@ def make_harness(
     recorder = Recorder(log_root, clock, "0001_test") if log_root is not None else None
     h: Harness
     vision_backend, scene_observer = planner_vision(bus, clock, cfg, backend=vision_backend)
-    planner = Planner(bus, clock, cfg, provider, recorder=recorder,
+    # planner_clock: the planner on another clock than the simulated robot (a benchmark runs
+    # it on the wall clock while the robot's loop runs in real time)
+    planner = Planner(bus, planner_clock or clock, cfg, provider, recorder=recorder,
                       caller=caller or InlineCaller(), vision_backend=vision_backend,
                       scene_observer=scene_observer, router=build_router(cfg.events), rng=rng,
                       on_agent_idle=lambda: h.idle_calls.append(clock.now()))

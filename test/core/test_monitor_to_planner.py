@@ -162,4 +162,4 @@ def test_an_answer_below_its_rules_floor_is_not_shown_to_the_planner():
     assert "progress=" in last_user_text(h.provider.calls[2].request)
     publish(h, aid, "watched", "progress", "holding", 0.65)
     h.planner.tick()
-    assert not h.planner.monitor_notes
+    assert not h.planner.book.notes

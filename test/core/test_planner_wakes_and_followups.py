@@ -126,14 +126,14 @@ def test_no_follow_up_for_an_action_a_stop_ended_before_the_monitor_s_finish():
     h.executor.stop_all("the operator said stop")
     verdict(h, aid, "spin", "finish", then="home")
     h.planner.tick()  # the finish is accepted (its reason noted) while the stop is pending
-    assert h.planner.followups == {aid: ("home", "finish")}
+    assert h.planner.book.followups == {aid: ("home", "finish")}
     assert h.run_until(lambda: not h.planner.actions, 2)
     h.runtime.run_for(0.5)
-    assert not started(h, "home") and not h.planner.followups
+    assert not started(h, "home") and not h.planner.book.followups
     ended = [e.data for e in h.skill_events if e.kind == "skill_ended"
              and e.data.get("action_id") == aid]
     assert ended and ended[0]["outcome"] == "stopped"
-    assert not any("finished by the monitor" in n for n in h.planner.news)
+    assert not any("finished by the monitor" in n for n in h.planner.wakes.news)
 
 
 def test_follow_up_that_cannot_start_wakes_the_planner_instead_of_running_the_queue():
@@ -194,17 +194,17 @@ def test_per_action_bookkeeping_goes_with_the_action_even_when_the_run_is_paused
     aid = next(iter(h.planner.actions))
     verdict(h, aid, "spin", "escalate")
     assert h.run_until(lambda: len(h.provider.calls) == 2, 5)
-    assert h.planner.escalated
+    assert h.planner.book.escalated
     verdict(h, aid, "spin", "fail", then="home")
     h.planner.tick()  # the fail is concluded; its follow-up waits for the stop
-    assert aid in h.planner.followups and aid in h.planner.woken_for_fail
+    assert aid in h.planner.book.followups and aid in h.planner.book.woken_for_fail
     h.bus.publisher(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT).publish(
         OperatorEvent("key", {"key": "w"}))
     assert h.run_until(lambda: not h.planner.actions, 2)
     assert h.planner.status == "paused"
     assert not started(h, "home")  # the operator won: no follow-up
-    assert not h.planner.followups and not h.planner.woken_for_fail
-    assert not h.planner.escalated
+    assert not h.planner.book.followups and not h.planner.book.woken_for_fail
+    assert not h.planner.book.escalated
 
 
 def test_images_past_the_context_window_are_not_kept_in_the_conversation():
@@ -253,7 +253,7 @@ def test_a_failing_episode_log_never_escapes_the_planner_tick(tmp_path):
     h.planner.log.event = disk_full  # type: ignore[method-assign]
     h.planner.tick()  # must not raise, even though its own error handler logs too
     assert h.run_until(lambda: h.planner.status == "succeeded", 5)
-    assert h.planner.log_errors > 0
+    assert h.planner.journal.errors > 0
     assert any(e.kind == "harness_error" and "episode log" in e.data["error"] for e in seen)
     assert any(e.kind == "run_ended" for e in seen)  # the events still reach the bus
 

@@ -245,10 +245,10 @@ def test_a_backoff_ends_with_the_run():
     h.provider.add(r("", ("finish_task", {"summary": "ok", "success": True})))
     h.say("tidy up")
     h.runtime.run_for(0.1)
-    assert len(h.call_times) == 1 and h.planner.cycle.retry_at is not None
+    assert len(h.call_times) == 1 and h.planner.cycle.retries.retry_at is not None
     h.say("/cancel")
     h.runtime.run_for(0.1)
-    assert h.planner.status == "cancelled" and h.planner.cycle.retry_at is None
+    assert h.planner.status == "cancelled" and h.planner.cycle.retries.retry_at is None
     t0 = h.clock.now()
     h.say("again")
     assert h.run_until(lambda: h.planner.status == "succeeded", 2)

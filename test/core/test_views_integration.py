@@ -111,7 +111,7 @@ def test_monitor_notes_for_untracked_actions_are_dropped():
     for i in range(50):  # verdicts about actions this planner never started
         pub.publish(MonitorVerdict(f"op{i}", "teleop", "held", "false", 0.9))
     assert h.run_until(lambda: len(h.provider.calls) == 2, 5)
-    assert len(h.planner.monitor_notes) == 0
+    assert len(h.planner.book.notes) == 0
     assert "op1 " not in last_user(h.provider.calls[1].request).text()
 
 

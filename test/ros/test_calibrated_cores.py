@@ -71,8 +71,8 @@ def test_the_planner_markers_use_the_calibration(tmp_path):
     core = C.build_planner_core(FakeClock(), cfg, camera_models="calibrated",
                                 calibration_dir=str(tmp_path))
     markers = core.bus.subscribe(names.AGENT_MARKERS, names.T_MARKERS)
-    core.parts["planner"]._specs = {"pick_object": type("S", (), {
-        "image_points": ("point",), "camera": "overhead"})()}
+    core.parts["planner"].catalogue.preload({"pick_object": type("S", (), {
+        "image_points": ("point",), "camera": "overhead"})()})
     state = AgentState(generation=1, status="running", task="t",
                        plan=({"step": 1, "tool": "pick_object", "args": {"point": [320, 240]},
                               "status": "pending", "description": "pick"},),

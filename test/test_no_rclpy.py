@@ -14,7 +14,8 @@ ROS_FREE_IN_ROS = {"solarian_agent.ros", "solarian_agent.ros.bag", "solarian_age
                    "solarian_agent.ros.interfaces", "solarian_agent.ros.graph",
                    "solarian_agent.ros.components", "solarian_agent.ros.launch_plan",
                    "solarian_agent.ros.ros_types", "solarian_agent.ros.liveness",
-                   "solarian_agent.ros.processes", "solarian_agent.ros.launcher"}
+                   "solarian_agent.ros.processes", "solarian_agent.ros.launcher",
+                   "solarian_agent.ros.front_ends"}
 
 
 def _modules() -> list[str]:

@@ -9,7 +9,9 @@ running skill at its next tick and the planner pauses the run until the next mes
 and image topics.  :class:`AgentLink` names exactly that; :class:`BusLink` implements it on the
 in-process :class:`Bus` (the embedded default).  A ROS graph is reached through
 ``solarian_agent.ros.ui_link.RosLink`` (the only package that imports rclpy): the same
-BusLink on a private Bus that a bridge joins to the graph.
+BusLink on a private Bus that a bridge joins to the graph.  This package never imports the
+ROS one: a front end that can attach to a graph is handed an :data:`OpenGraphLink` (what
+opens a :class:`GraphLink` to a :class:`GraphTarget`) by the ROS front end that starts it.
 
 Callbacks registered here run on whatever thread publishes (the control loop in-process, an
 executor thread under ROS): they must be cheap and must never raise, so every callback is
@@ -23,6 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..core import names
@@ -81,6 +84,33 @@ class AgentLink(Protocol):
     def latest_image(self, topic: str) -> Image | None: ...
 
     def close(self) -> None: ...
+
+
+class GraphLink(AgentLink, Protocol):
+    """An :class:`AgentLink` to a running ROS graph: its node's clock, and whether the node
+    stopped (the front end then ends)."""
+
+    clock: Clock
+
+    @property
+    def failed(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class GraphTarget:
+    """Where a front end attaches to a running graph: its own node ``node`` in ``namespace``;
+    ``cameras`` None: the configuration's ``agent.cameras`` (``config_file``, default the
+    shipped one), as the agent's nodes read them."""
+
+    node: str
+    namespace: str = ""
+    cameras: tuple[str, ...] | None = ()
+    config_file: str = ""
+
+
+# opens a link to the graph (ImportError: no rclpy or interfaces; MissingExtraError: the ROS
+# extra is not installed; ConfigError: the configuration names no cameras it can read)
+OpenGraphLink = Callable[[GraphTarget], GraphLink]
 
 
 ESTOP_UNAVAILABLE = ("e-stop unavailable: nothing serves {service!r} on this bus (is the arm "

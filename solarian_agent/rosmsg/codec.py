@@ -1,12 +1,11 @@
 """Codecs: a ROS type name (``"sensor_msgs/msg/Image"``, ``"solarian_agent/action/Skill_Goal"``)
 resolved to its message class, and instances built with numeric arrays coerced to what that
-flavour of class wants -- :func:`rclpy_codec` (the classes rosidl generates; only inside the
-node shells) and :func:`rosbags_codec` (the classes ``rosbags`` builds from the same interface
-files; the bag writer and the tests).  No rclpy at import."""
+flavour of class wants -- :func:`rosbags_codec` here (the classes ``rosbags`` builds from the
+package's interface files; the bag writer and the tests) and ``rclpy_codec`` in
+``solarian_agent.ros.codec`` (the classes rosidl generates; only inside the node shells)."""
 
 from __future__ import annotations
 
-import array
 import math
 from collections.abc import Callable
 from typing import Any
@@ -23,15 +22,11 @@ class ConvertError(ValueError):
 # ------------------------------------------------------------------------------------------
 # codecs
 # ------------------------------------------------------------------------------------------
-_NP_DTYPES = {
+NP_DTYPES = {
     "float64": np.float64, "double": np.float64, "float32": np.float32, "float": np.float32,
     "int8": np.int8, "uint8": np.uint8, "octet": np.uint8, "byte": np.uint8, "char": np.uint8,
     "int16": np.int16, "uint16": np.uint16, "int32": np.int32, "uint32": np.uint32,
     "int64": np.int64, "uint64": np.uint64, "bool": np.bool_, "boolean": np.bool_,
-}
-_ARRAY_CODES = {
-    "double": "d", "float": "f", "int8": "b", "uint8": "B", "octet": "B", "int16": "h",
-    "uint16": "H", "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q",
 }
 
 
@@ -85,63 +80,56 @@ def _clean_strings(value: Any) -> Any:
     return value
 
 
-def rosbags_codec(store: Any = None) -> Codec:
-    """Message classes built by ``rosbags`` from the package's interface files."""
-    if store is None:
-        from .interfaces import typestore
+class _RosbagsFields:
+    """What ``store``'s field definitions say a message needs: every field's default (rosbags
+    classes require them all) and the numpy dtype of its numeric arrays."""
 
-        store = typestore()
-    fielddefs: dict[str, Any] = store.fielddefs
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.fielddefs: dict[str, Any] = store.fielddefs
+        self._dtypes: dict[tuple[str, str], Any] = {}
 
-    def _desc_default(desc: Any) -> Any:
+    def defaults(self, typename: str) -> dict[str, Any]:
+        _, fields = self.fielddefs[typename]
+        return {name: self._default(desc) for name, desc in fields}
+
+    def _build(self, typename: str) -> Any:
+        return self.store.types[typename](**self.defaults(typename))
+
+    def _default(self, desc: Any) -> Any:
         from rosbags.interfaces import Nodetype
 
         kind, rest = desc
         if kind == Nodetype.BASE:
-            t = rest[0]
-            if t == "string":
-                return ""
-            if t == "bool":
-                return False
-            if t in ("float32", "float64"):
-                return 0.0
-            return 0
+            return _base_default(rest[0])
         if kind == Nodetype.NAME:
-            return _build(rest)
+            return self._build(rest)
         sub, n = rest
         if kind == Nodetype.ARRAY:
             if sub[0] == Nodetype.BASE and sub[1][0] != "string":
-                return np.zeros(n, dtype=_NP_DTYPES[sub[1][0]])
-            return [_desc_default(sub) for _ in range(n)]
+                return np.zeros(n, dtype=NP_DTYPES[sub[1][0]])
+            return [self._default(sub) for _ in range(n)]
         if sub[0] == Nodetype.BASE and sub[1][0] != "string":
-            return np.zeros(0, dtype=_NP_DTYPES[sub[1][0]])
+            return np.zeros(0, dtype=NP_DTYPES[sub[1][0]])
         return []
 
-    def defaults(typename: str) -> dict[str, Any]:
-        _, fields = fielddefs[typename]
-        return {name: _desc_default(desc) for name, desc in fields}
-
-    def _build(typename: str) -> Any:
-        return store.types[typename](**defaults(typename))
-
-    numeric: dict[tuple[str, str], Any] = {}
-
-    def field_dtype(typename: str, field: str) -> Any:
+    def field_dtype(self, typename: str, field: str) -> Any:
+        """The dtype of ``typename.field`` when it is an array of numbers, else None."""
         key = (typename, field)
-        if key not in numeric:
+        if key not in self._dtypes:
             from rosbags.interfaces import Nodetype
 
             dt = None
-            for name, (kind, rest) in fielddefs[typename][1]:
+            for name, (kind, rest) in self.fielddefs[typename][1]:
                 if name == field and kind in (Nodetype.ARRAY, Nodetype.SEQUENCE):
                     sub = rest[0]
                     if sub[0] == Nodetype.BASE and sub[1][0] != "string":
-                        dt = _NP_DTYPES[sub[1][0]]
-            numeric[key] = dt
-        return numeric[key]
+                        dt = NP_DTYPES[sub[1][0]]
+            self._dtypes[key] = dt
+        return self._dtypes[key]
 
-    def coerce(cls: type, field: str, value: Any) -> Any:
-        dt = field_dtype(cls.__msgtype__, field)  # type: ignore[attr-defined]
+    def coerce(self, cls: type, field: str, value: Any) -> Any:
+        dt = self.field_dtype(cls.__msgtype__, field)  # type: ignore[attr-defined]
         if dt is None:
             return list(value) if isinstance(value, tuple) else value
         if isinstance(value, (bytes, bytearray, memoryview)):
@@ -151,46 +139,26 @@ def rosbags_codec(store: Any = None) -> Codec:
             arr = arr.astype(dt) if arr.size else np.zeros(0, dtype=dt)
         return arr.reshape(-1)
 
-    return Codec(lambda name: store.types[name], coerce, defaults, flavour="rosbags")
+
+def _base_default(t: str) -> Any:
+    if t == "string":
+        return ""
+    if t == "bool":
+        return False
+    if t in ("float32", "float64"):
+        return 0.0
+    return 0
 
 
-def _rclpy_resolve(typename: str) -> type:
-    from .ros_types import interface_class
+def rosbags_codec(store: Any = None) -> Codec:
+    """Message classes built by ``rosbags`` from the package's interface files."""
+    if store is None:
+        from .interfaces import typestore
 
-    return interface_class(typename)  # type: ignore[no-any-return]
-
-
-def rclpy_coerce(cls: type, field: str, value: Any) -> Any:
-    """Fit a plain value to an rosidl-generated field (``sequence<double>`` -> array('d'),
-    ``double[9]`` -> numpy, ``sequence<uint8>`` -> array('B'))."""
-    types: dict[str, str] = cls.get_fields_and_field_types()  # type: ignore[attr-defined]
-    t = types.get(field, "")
-    if t.startswith("sequence<"):
-        inner = t[len("sequence<"):-1].split(",")[0].strip()
-        code = _ARRAY_CODES.get(inner)
-        if code is None:
-            return list(value)
-        out = array.array(code)
-        if isinstance(value, (bytes, bytearray, memoryview)) or (
-                isinstance(value, np.ndarray) and value.dtype == np.dtype(_NP_DTYPES[inner])):
-            out.frombytes(np.ascontiguousarray(value).tobytes()
-                          if isinstance(value, np.ndarray) else bytes(value))
-        else:
-            out.extend(value)
-        return out
-    if "[" in t and t.endswith("]") and not t.startswith("string"):
-        inner = t[:t.index("[")]
-        dt = _NP_DTYPES.get(inner)
-        if dt is not None:
-            return np.asarray(value, dtype=dt)
-    if isinstance(value, tuple):
-        return list(value)
-    return value
-
-
-def rclpy_codec() -> Codec:
-    """The message classes rosidl generated (only importable where ROS is installed)."""
-    return Codec(_rclpy_resolve, rclpy_coerce, None, flavour="rclpy")
+        store = typestore()
+    fields = _RosbagsFields(store)
+    return Codec(lambda name: store.types[name], fields.coerce, fields.defaults,
+                 flavour="rosbags")
 
 
 # stamps and headers, for every flavour ----------------------------------------------------
@@ -212,5 +180,5 @@ def header(c: Codec, stamp: float, frame_id: str = "") -> Any:
     return c.new("std_msgs/msg/Header", stamp=time_to_ros(c, stamp), frame_id=str(frame_id))
 
 
-__all__ = ["Codec", "ConvertError", "header", "rclpy_codec", "rclpy_coerce", "rosbags_codec",
+__all__ = ["NP_DTYPES", "Codec", "ConvertError", "header", "rosbags_codec",
            "time_from_ros", "time_to_ros"]

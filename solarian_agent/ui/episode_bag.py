@@ -28,7 +28,7 @@ class _BagMsg:
 
 def _iter_bag(path: Path) -> Iterator[_BagMsg]:
     try:
-        from ..ros.bag import read_bag
+        from ..rosmsg.bag_read import read_bag
     except ImportError:
         read_bag = None  # type: ignore[assignment]
     if read_bag is not None:
@@ -39,7 +39,8 @@ def _iter_bag(path: Path) -> Iterator[_BagMsg]:
 
 
 def _iter_bag_rosbags(path: Path) -> Iterator[_BagMsg]:
-    """Images straight from ``rosbags`` (used when solarian_agent.ros.bag is unavailable)."""
+    """Images straight from ``rosbags`` (used when solarian_agent.rosmsg.bag_read is
+    unavailable)."""
     from rosbags.rosbag2 import Reader
     from rosbags.typesys import Stores, get_typestore
 

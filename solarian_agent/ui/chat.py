@@ -25,15 +25,8 @@ from typing import Any, TextIO
 from ..core import names
 from ..core.messages import AgentEvent, AgentState, OperatorEvent
 from ..core.text import for_terminal, indented
-from .link import (
-    AgentLink,
-    BusLike,
-    Reply,
-    describe_event,
-    estop_unavailable,
-    is_internal,
-    new_entries,
-)
+from .event_lines import describe_event
+from .link import AgentLink, BusLike, Reply, estop_unavailable, is_internal, new_entries
 from .terminal import TerminalPrinter
 
 _new_entries = new_entries  # the name the tests know

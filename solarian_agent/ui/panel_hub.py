@@ -32,7 +32,8 @@ from typing import Any
 
 from ..core.clock import Clock
 from ..core.messages import AgentEvent, AgentState, MonitorVerdict, OperatorEvent
-from .link import AgentLink, describe_event, is_internal
+from .event_lines import describe_event
+from .link import AgentLink, is_internal
 from .panel_clients import Client, ControlLock, Intake, dumps, encode_jpeg, json_safe
 from .panel_controls import OperatorControls
 from .panel_conversation import ConversationView

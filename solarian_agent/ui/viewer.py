@@ -46,7 +46,7 @@ from .episode_data import (
     load_overlays,
 )
 from .episode_plots import plot_data
-from .link import compact, describe_event
+from .event_lines import compact, describe_event
 
 log = logging.getLogger(__name__)
 

@@ -465,7 +465,7 @@ class Bridge:
         self._entities.append(client)
         self.action_clients[e.name] = client
         caller = ActionCaller(client, e.name, self.codec, self._sent_goals, self._guarded,
-                              self._warn, self.closing, self.service_timeout_s)
+                              self._warn, self.closing, lambda: self.service_timeout_s)
         self.bus.create_action_server(BusActionServer(
             e.name, e.type, caller.on_goal, caller.on_cancel,
             rejected_result=lambda reason: SkillResult("", "refused", reason)),

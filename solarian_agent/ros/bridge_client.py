@@ -88,7 +88,7 @@ class SentGoal:
     watchdog gave up waiting for the answer."""
 
     def __init__(self, h: GoalHandle, name: str, goals: SentGoals, guard: Guard, warn: Warn,
-                 timeout_s: float) -> None:
+                 timeout_s: Callable[[], float]) -> None:
         self.h = h
         self.name = name
         self.action_id = str(getattr(h.goal, "action_id", ""))
@@ -170,14 +170,14 @@ class SentGoal:
         """The watchdog's look at this goal (every 0.25 s, on its thread)."""
         with self.goals.lock:
             gh = self.ros
-            late = gh is None and now - self.sent > self.timeout_s
+            late = gh is None and now - self.sent > self.timeout_s()
             if late:
                 self.abandoned = True
         if late:  # the goal response never came (rclpy/#1123, or a dead server)
             self.forget()
             finish(self.h, "abort", SkillResult(
                 self.action_id, "refused", f"refused: {self.name} did not answer the goal "
-                                           f"within {self.timeout_s:g} s"))
+                                           f"within {self.timeout_s():g} s"))
             return
         if gh is None:
             return
@@ -192,10 +192,12 @@ class SentGoal:
 
 class ActionCaller:
     """The core's goals for the action ``name``, sent through the rclpy action ``client``
-    (``on_goal`` and ``on_cancel`` are the Bus action server's handlers)."""
+    (``on_goal`` and ``on_cancel`` are the Bus action server's handlers).  ``timeout_s``: how
+    long a goal's response may take, read when it is checked (the bridge's setting)."""
 
     def __init__(self, client: Any, name: str, codec: cv.Codec, goals: SentGoals,
-                 guard: Guard, warn: Warn, closing: threading.Event, timeout_s: float) -> None:
+                 guard: Guard, warn: Warn, closing: threading.Event,
+                 timeout_s: Callable[[], float]) -> None:
         self.client = client
         self.name = name
         self.codec = codec

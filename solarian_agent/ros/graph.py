@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from ..core import names
 from ..core.transport import LATCHED, SENSOR_DATA, QoS
+from ..rosmsg.bag_read import COMPRESSED_SUFFIX
 from . import convert as cv
 
 KINDS = ("publisher", "subscription", "service", "client", "action_server", "action_client")
@@ -325,9 +326,6 @@ def panel_node(cameras: Sequence[str] = DEFAULT_SIM_CAMERAS) -> NodeSpec:
                     "service_timeout_s": "the longest a command waits for its service",
                     "profile": "the robot profile whose readiness the page shows ('' = a "
                                "simulator)"})
-
-
-COMPRESSED_SUFFIX = "/compressed"
 
 
 def played_topic(topic: str) -> str:

@@ -27,7 +27,7 @@ from solarian_agent.core import names
 from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.transport import Bus, QoS
 from solarian_agent.ros import components, graph, launch_plan
-from solarian_agent.ros.interfaces import interface_files
+from solarian_agent.rosmsg.interfaces import interface_files
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCH = ROOT / "launch"

@@ -30,7 +30,7 @@ from solarian_agent.core.messages import (
     SkillResult,
 )
 from solarian_agent.ros import convert as cv
-from solarian_agent.ros.interfaces import definitions, interface_files, typestore
+from solarian_agent.rosmsg.interfaces import definitions, interface_files, typestore
 
 
 @pytest.fixture(scope="module")

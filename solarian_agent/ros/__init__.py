@@ -2,10 +2,13 @@
 
 ROS-free (import without rclpy; tested on any machine):
 
-* :mod:`.interfaces` — the package's msg/ srv/ action/ definitions, registered with rosbags;
-* :mod:`.convert` — core types <-> ROS messages, against duck-typed message classes;
+* :mod:`.interfaces`, :mod:`.convert` — the package's msg/ srv/ action/ definitions and the
+  conversions core types <-> ROS messages, from :mod:`solarian_agent.rosmsg` (where they live,
+  beside bag reading, for the ROS-free front ends too), with the node shells' rclpy codec;
 * :mod:`.graph` — every node's endpoints (names, types, QoS) and the graph check;
 * :mod:`.components` — what each node runs on its private in-process Bus;
+* :mod:`.front_ends` — ``solarian-agent chat`` / ``panel`` with the link their ``--ros`` needs
+  (this package imports :mod:`solarian_agent.ui`, never the other way);
 * :mod:`.launch_plan` — what the launch files start;
 * :mod:`.bag` — rosbag2 (MCAP) writer / reader built on rosbags.
 

@@ -21,6 +21,9 @@ closed split, and ``solarian-agent bag-repair`` recovers the rest (:mod:`.bag_re
     for m in read_bag("episode_bag"):         # BagMessage(topic, type, t_ns, value)
         ...
 
+Reading needs no ROS front end and lives in :mod:`solarian_agent.rosmsg.bag_read` (the
+episode viewer reads bags too); its names are re-exported here.
+
 Recording never blocks or breaks a run: messages are serialized where they are published and
 written (images JPEG-encoded first) on the recorder's own thread through a bounded queue.  On a
 real-time run a full queue drops the message (counted in ``dropped``); a simulated run waits
@@ -34,8 +37,7 @@ import functools
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +46,18 @@ import numpy as np
 from ..core import names
 from ..core.messages import Image
 from ..core.transport import Bus, QoS
-from . import convert as cv
+from ..rosmsg import convert as cv
+from ..rosmsg.bag_read import (
+    COMPRESSED_SUFFIX,
+    T_COMPRESSED,
+    BagMessage,
+    CompressedFrame,
+    bag_summary,
+    read_bag,
+)
+from ..rosmsg.interfaces import typestore
 from . import graph
-from .interfaces import typestore
 
-T_COMPRESSED = "sensor_msgs/msg/CompressedImage"
-COMPRESSED_SUFFIX = "/compressed"
 IMAGE_MODES = ("compressed", "raw", "both")
 
 # What a run records by default: images, joint states, agent events, verdicts, agent state and
@@ -98,35 +106,6 @@ def _rosbags_qos(q: QoS) -> Any:
                QosReliability.BEST_EFFORT if q.best_effort else QosReliability.RELIABLE,
                QosDurability.TRANSIENT_LOCAL if q.transient_local else QosDurability.VOLATILE,
                inf, inf, QosLiveliness.AUTOMATIC, inf, False)
-
-
-@dataclass(frozen=True)
-class BagMessage:
-    topic: str
-    type: str
-    t_ns: int
-    value: Any  # the core's value (Image, JointState, AgentEvent, CompressedFrame, ...)
-
-
-@dataclass(frozen=True)
-class CompressedFrame:
-    """A ``sensor_msgs/msg/CompressedImage`` as read from a bag: the encoded bytes."""
-
-    stamp: float
-    frame_id: str
-    format: str
-    data: bytes
-
-    def decode(self) -> Image:
-        """The core Image (bgr8, or mono8 for a grey frame)."""
-        import cv2
-
-        a = cv2.imdecode(np.frombuffer(self.data, np.uint8), cv2.IMREAD_UNCHANGED)
-        if a is None:
-            raise cv.ConvertError(f"{T_COMPRESSED}: {len(self.data)} bytes of {self.format!r} "
-                                  "do not decode")
-        a.setflags(write=False)
-        return Image(a, self.stamp, self.frame_id, 0, "mono8" if a.ndim == 2 else "bgr8")
 
 
 def compress_image(codec: cv.Codec, img: Image, quality: int = 80) -> Any:
@@ -341,43 +320,6 @@ class BagRecorder:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def read_bag(path: str | Path, topics: Iterable[str] | None = None, *, decode: bool = True,
-             distro: str = "ROS2_JAZZY") -> Iterator[BagMessage]:
-    """The bag's messages in time order, converted to the core's values (a CompressedImage to
-    a :class:`CompressedFrame`; ``decode=False``: the deserialized ROS messages).  Topic names
-    are given and returned without the leading slash, as the Bus names them."""
-    from rosbags.rosbag2 import Reader
-
-    store = typestore(distro)
-    want = None if topics is None else {"/" + t.lstrip("/") for t in topics}
-    with Reader(Path(path)) as reader:
-        conns = [c for c in reader.connections if want is None or c.topic in want]
-        for conn, t_ns, raw in reader.messages(connections=conns):
-            msg = store.deserialize_cdr(raw, conn.msgtype)
-            if not decode:
-                value = msg
-            elif conn.msgtype == T_COMPRESSED:
-                value = CompressedFrame(cv.time_from_ros(msg.header.stamp),
-                                        str(msg.header.frame_id), str(msg.format),
-                                        bytes(msg.data))
-            else:
-                value = cv.from_ros(conn.msgtype, msg)
-            yield BagMessage(conn.topic.lstrip("/"), conn.msgtype, int(t_ns), value)
-
-
-def bag_summary(path: str | Path) -> dict[str, tuple[str, int]]:
-    """topic -> (type, message count), topics without the leading slash."""
-    from rosbags.rosbag2 import Reader
-
-    out: dict[str, tuple[str, int]] = {}
-    with Reader(Path(path)) as reader:
-        for c in reader.connections:
-            name = c.topic.lstrip("/")
-            prev = out.get(name, (c.msgtype, 0))[1]
-            out[name] = (c.msgtype, prev + c.msgcount)
-    return out
 
 
 __all__ = ["BagMessage", "BagRecorder", "CompressedFrame", "DEFAULT_TYPES", "IMAGE_MODES",

@@ -22,14 +22,8 @@ from ..core.errors import ConfigError
 from ..core.transport import Bus
 from . import graph
 from .bag import BagMessage, CompressedFrame, read_bag
-from .components import Loop, NodeCore
-
-COMPRESSED_SUFFIX = "/compressed"
-
-
-def played_topic(topic: str) -> str:
-    """The graph topic a bag topic is played on (compressed images on their raw topic)."""
-    return topic[: -len(COMPRESSED_SUFFIX)] if topic.endswith(COMPRESSED_SUFFIX) else topic
+from .graph import COMPRESSED_SUFFIX, played_topic
+from .node_core import Loop, NodeCore
 
 
 def select_topics(bag_topics: Sequence[str], namespace: str = "",

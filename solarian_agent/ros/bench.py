@@ -127,20 +127,19 @@ def _generation(probe: Any, topic: str) -> Callable[[], int]:
     return get
 
 
-def run(quick: bool = False) -> list[dict[str, Any]]:
-    from .probe import Probe, wait_until
+Row = dict[str, Any]
+NODES = ("sim_world", "skills", "monitor", "planner")
+
+
+def run(quick: bool = False) -> list[Row]:
+    from .probe import Probe
 
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # for the probes
     with_dds_profile(os.environ)  # type: ignore[arg-type]
     window = 10.0 if quick else 30.0
     n = 10 if quick else 30
-    rows: list[dict[str, Any]] = []
     work = Path(tempfile.mkdtemp(prefix="solarian_bench_ros_"))
-    g = NodeProcesses(work / "graph")
-    g.start_plan(launch_plan.sim_plan({"planner_provider": "rules", "seed": "1",
-                                       "robot_state_publisher": "false"}, share_dir()))
-    g.start("skills_node", "skills", {"tool_set": "toy", "cameras": "overhead"},
-            namespace="toy")
+    g = _start_graph(work / "graph")
     base, base_domain = _baseline(work / "baseline")
     probe = Probe(g.domain, name="bench_probe")
     bprobe = Probe(base_domain, name="bench_baseline_probe")
@@ -152,76 +151,110 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         time.sleep(3.0)  # past start-up
         pids = {k: p.popen.pid for k, p in g.procs.items() if k != "toy/skills"}
         pids.update({f"baseline {r}": p.pid for r, p in base.items() if r != "action_server"})
-        idle = cpu_over(pids, window)
-        listener = _pct(idle["baseline listener"])
-        for k in ("sim_world", "skills", "monitor", "planner"):
-            ref = "baseline talker" if k == "sim_world" else "baseline listener"
-            rows.append({"name": f"cpu idle: {k}", "value": _pct(idle[k]), "unit": "% of a core",
-                         "baseline": _pct(idle[ref]),
-                         "note": f"{ref} (same images and joint states); target <= 2x the "
-                                 f"listener ({2 * listener:.1f} %)" if k != "sim_world"
-                         else "the talker publishes what the sim world publishes, no physics"})
-        # frames --------------------------------------------------------------------------
-        lat, rate = _frames(probe, "overhead/image_raw", 5.0 if quick else 10.0)
-        blat, brate = _frames(bprobe, "overhead/image_raw", 5.0 if quick else 10.0)
-        rows.append({"name": "overhead frame latency (capture to a subscriber)",
-                     "value": round(lat * 1000, 2), "unit": "ms",
-                     "baseline": round(blat * 1000, 2), "note": "median; baseline talker"})
-        rows.append({"name": "overhead frames delivered", "value": round(rate, 2), "unit": "Hz",
-                     "baseline": round(brate, 2), "note": "published at 10 Hz"})
-        # goals ---------------------------------------------------------------------------
-        rt = _round_trips(probe, "skills/stop", "stop", n, _generation(probe, "skills/generation"))
-        brt = _round_trips(bprobe, "skills/stop", "stop", n, lambda: 1)
-        rows.append({"name": "skill goal round trip (stop: ends at once)",
-                     "value": round(statistics.median(rt) * 1000, 1), "unit": "ms",
-                     "baseline": round(statistics.median(brt) * 1000, 1),
-                     "note": f"median of {n}; p95 {sorted(rt)[int(0.95 * (n - 1))] * 1000:.1f} "
-                             "ms; baseline: a bare rclpy action server"})
-        cn = _cancels(probe, "toy/skills/spin", "spin", max(5, n // 3),
-                      _generation(probe, "toy/skills/generation"))
-        bcn = _cancels(bprobe, "skills/spin", "spin", max(5, n // 3), lambda: 1)
-        med = statistics.median(cn) if cn else float("nan")
-        rows.append({"name": "cancel to stopped", "value": round(med * 1000, 1), "unit": "ms",
-                     "baseline": round(statistics.median(bcn) * 1000, 1) if bcn else "",
-                     "note": f"{med / CONTROL_PERIOD_S:.1f} control ticks of 20 ms (median "
-                             f"of {len(cn)}); baseline polls its cancel every 20 ms"})
-        # a tidy run ---------------------------------------------------------------------
-        states = probe.listen("solarian_agent/msg/AgentState", "agent/state", "latched")
-        r = probe.call("solarian_agent/srv/AgentCommand", "agent/message", text=TASK,
-                       by="bench", timeout_s=60.0)
-        if not r.ok:
-            raise RuntimeError(f"the task was refused: {r.reason}")
-        t0 = time.monotonic()
-        wait_until(lambda: states and states[-1].status == "running", 30.0)
-
-        def ended() -> bool:
-            return bool(states) and states[-1].status in ("succeeded", "failed", "cancelled",
-                                                           "budget_exhausted")
-
-        busy = cpu_over(pids, 300.0, until=ended)
-        took = time.monotonic() - t0
-        status = states[-1].status if states else "?"
-        for k in ("sim_world", "skills", "monitor", "planner"):
-            rows.append({"name": f"cpu during a tidy run: {k}", "value": _pct(busy[k]),
-                         "unit": "% of a core", "baseline": _pct(busy["baseline listener"]),
-                         "note": f"run {status} in {took:.1f} s; baseline listener"})
-        truth = probe.messages("solarian_agent/msg/SimTruth", "sim/ground_truth", "latched")
-        if truth:
-            t = json.loads(truth[-1].truth_json)
-            rows.append({"name": "tidy run through the graph", "value": took, "unit": "s",
-                         "baseline": "", "note": f"{status}; truth: tray {t['in_tray']}, "
-                                                 f"bin {t['in_bin']}"})
+        rows = _idle_rows(cpu_over(pids, window))
+        rows += _frame_rows(probe, bprobe, 5.0 if quick else 10.0)
+        rows += _goal_rows(probe, bprobe, n)
+        rows += _tidy_rows(probe, pids)
     finally:
         probe.close()
         bprobe.close()
         g.close()
-        for p in base.values():
-            p.send_signal(2)
-        for p in base.values():
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        _stop_baseline(base)
+    return rows
+
+
+def _start_graph(workdir: Path) -> NodeProcesses:
+    """The graph sim.launch.py starts, offline, and the toy skills in namespace ``toy``."""
+    g = NodeProcesses(workdir)
+    g.start_plan(launch_plan.sim_plan({"planner_provider": "rules", "seed": "1",
+                                       "robot_state_publisher": "false"}, share_dir()))
+    g.start("skills_node", "skills", {"tool_set": "toy", "cameras": "overhead"},
+            namespace="toy")
+    return g
+
+
+def _stop_baseline(base: dict[str, subprocess.Popen[bytes]]) -> None:
+    for p in base.values():
+        p.send_signal(2)
+    for p in base.values():
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def _idle_rows(idle: dict[str, float]) -> list[Row]:
+    rows: list[Row] = []
+    listener = _pct(idle["baseline listener"])
+    for k in NODES:
+        ref = "baseline talker" if k == "sim_world" else "baseline listener"
+        rows.append({"name": f"cpu idle: {k}", "value": _pct(idle[k]), "unit": "% of a core",
+                     "baseline": _pct(idle[ref]),
+                     "note": f"{ref} (same images and joint states); target <= 2x the "
+                             f"listener ({2 * listener:.1f} %)" if k != "sim_world"
+                     else "the talker publishes what the sim world publishes, no physics"})
+    return rows
+
+
+def _frame_rows(probe: Any, bprobe: Any, seconds: float) -> list[Row]:
+    lat, rate = _frames(probe, "overhead/image_raw", seconds)
+    blat, brate = _frames(bprobe, "overhead/image_raw", seconds)
+    return [{"name": "overhead frame latency (capture to a subscriber)",
+             "value": round(lat * 1000, 2), "unit": "ms",
+             "baseline": round(blat * 1000, 2), "note": "median; baseline talker"},
+            {"name": "overhead frames delivered", "value": round(rate, 2), "unit": "Hz",
+             "baseline": round(brate, 2), "note": "published at 10 Hz"}]
+
+
+def _goal_rows(probe: Any, bprobe: Any, n: int) -> list[Row]:
+    rt = _round_trips(probe, "skills/stop", "stop", n, _generation(probe, "skills/generation"))
+    brt = _round_trips(bprobe, "skills/stop", "stop", n, lambda: 1)
+    rows: list[Row] = [
+        {"name": "skill goal round trip (stop: ends at once)",
+         "value": round(statistics.median(rt) * 1000, 1), "unit": "ms",
+         "baseline": round(statistics.median(brt) * 1000, 1),
+         "note": f"median of {n}; p95 {sorted(rt)[int(0.95 * (n - 1))] * 1000:.1f} "
+                 "ms; baseline: a bare rclpy action server"}]
+    cn = _cancels(probe, "toy/skills/spin", "spin", max(5, n // 3),
+                  _generation(probe, "toy/skills/generation"))
+    bcn = _cancels(bprobe, "skills/spin", "spin", max(5, n // 3), lambda: 1)
+    med = statistics.median(cn) if cn else float("nan")
+    rows.append({"name": "cancel to stopped", "value": round(med * 1000, 1), "unit": "ms",
+                 "baseline": round(statistics.median(bcn) * 1000, 1) if bcn else "",
+                 "note": f"{med / CONTROL_PERIOD_S:.1f} control ticks of 20 ms (median "
+                         f"of {len(cn)}); baseline polls its cancel every 20 ms"})
+    return rows
+
+
+def _tidy_rows(probe: Any, pids: dict[str, int]) -> list[Row]:
+    """A tidy run through the graph: each node's CPU during it, and how it ended."""
+    from .probe import wait_until
+
+    states = probe.listen("solarian_agent/msg/AgentState", "agent/state", "latched")
+    r = probe.call("solarian_agent/srv/AgentCommand", "agent/message", text=TASK,
+                   by="bench", timeout_s=60.0)
+    if not r.ok:
+        raise RuntimeError(f"the task was refused: {r.reason}")
+    t0 = time.monotonic()
+    wait_until(lambda: states and states[-1].status == "running", 30.0)
+
+    def ended() -> bool:
+        return bool(states) and states[-1].status in ("succeeded", "failed", "cancelled",
+                                                       "budget_exhausted")
+
+    busy = cpu_over(pids, 300.0, until=ended)
+    took = time.monotonic() - t0
+    status = states[-1].status if states else "?"
+    rows: list[Row] = [{"name": f"cpu during a tidy run: {k}", "value": _pct(busy[k]),
+                        "unit": "% of a core", "baseline": _pct(busy["baseline listener"]),
+                        "note": f"run {status} in {took:.1f} s; baseline listener"}
+                       for k in NODES]
+    truth = probe.messages("solarian_agent/msg/SimTruth", "sim/ground_truth", "latched")
+    if truth:
+        t = json.loads(truth[-1].truth_json)
+        rows.append({"name": "tidy run through the graph", "value": took, "unit": "s",
+                     "baseline": "", "note": f"{status}; truth: tray {t['in_tray']}, "
+                                             f"bin {t['in_bin']}"})
     return rows
 
 

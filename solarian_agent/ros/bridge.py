@@ -16,7 +16,7 @@ Each node builds its core component on a private :class:`~solarian_agent.core.tr
                    at once, and the core stops the skill at its next control tick
 ``action_client``  a Bus action server whose goals are sent with ``send_goal_async``; feedback,
                    the result and cancels are mapped onto the core's GoalHandle; a watchdog
-                   thread bounds every wait (see :meth:`Bridge._watch_client_goals`)
+                   thread bounds every wait (:mod:`.bridge_client`)
 =================  =========================================================================
 
 Threading: every ROS callback runs on the node's one executor thread (a SingleThreadedExecutor:
@@ -58,16 +58,12 @@ from ..core.messages import SkillResult
 from ..core.transport import ActionServer as BusActionServer
 from ..core.transport import Bus, GoalHandle, GoalStatus, QoS
 from . import convert as cv
+from .bridge_client import ActionCaller, SentGoals
 from .graph import Endpoint
 from .ros_types import interface_class
 
 BRIDGE_NODE = "ros_bridge"
 RESULT_GRACE_S = 0.3  # see Bridge.wait_for_goals
-
-# action_msgs/msg/GoalStatus
-_STATUS_SUCCEEDED = 4
-_STATUS_CANCELED = 5
-_TERMINAL = (4, 5, 6)  # SUCCEEDED, CANCELED, ABORTED
 
 
 class ThreadedActionServer(ActionServer):  # type: ignore[misc]
@@ -198,8 +194,7 @@ class Bridge:
         self._server_goals: dict[bytes, GoalHandle] = {}
         self._cancels: set[bytes] = set()  # cancel accepted, rclpy may not have applied it yet
         self._finishing: set[bytes] = set()  # about to end: further cancels are refused
-        self._client_goals: dict[str, dict[str, Any]] = {}
-        self._watchdog: threading.Thread | None = None
+        self._sent_goals = SentGoals(self.closing, self._warn)  # action clients' goals
         self._entities: list[Any] = []
         self.clients: dict[str, Any] = {}  # service name -> its rclpy client (bridged clients)
         self.action_clients: dict[str, Any] = {}  # action name -> its rclpy action client
@@ -469,173 +464,12 @@ class Bridge:
                               callback_group=self.group)
         self._entities.append(client)
         self.action_clients[e.name] = client
-
-        def finish(h: GoalHandle, how: str, result: Any) -> None:
-            try:
-                getattr(h, how)(result)
-            except TransportError:
-                pass  # already ended (a race with a refusal or a cancel)
-
-        def on_goal(h: GoalHandle) -> str | None:
-            # runs on the planner's loop thread: sends and returns, never waits on the future
-            if self.closing.is_set():
-                return "refused: node shutting down"
-            if not client.server_is_ready():
-                return (f"refused: no action server for {e.name} in the graph (is the skills "
-                        "node running?)")
-            action_id = str(getattr(h.goal, "action_id", ""))
-            state: dict[str, Any] = {"ros": None, "cancel": False, "abandoned": False,
-                                     "sent": time.monotonic(), "asked": 0.0, "ended": None}
-
-            def forget() -> None:
-                with self._lock:
-                    self._client_goals.pop(h.goal_id, None)
-
-            def on_feedback(fb: Any) -> None:
-                try:
-                    f = cv.from_ros(cv.T_FEEDBACK, fb.feedback)
-                except cv.ConvertError:
-                    return
-                h.execute()
-                h.publish_feedback(f)
-
-            def on_result(fut: Any) -> None:
-                forget()
-                try:
-                    res = fut.result()
-                except Exception as ex:  # the result request failed: the goal still ends
-                    res, why = None, f"{type(ex).__name__}: {ex}"
-                else:
-                    why = "no result"
-                if res is None:
-                    finish(h, "abort", SkillResult(action_id, "failed", why))
-                    return
-                try:
-                    r = cv.from_ros(cv.T_RESULT, res.result)
-                except cv.ConvertError as ex:
-                    r = SkillResult(action_id, "failed", str(ex))
-                h.execute()
-                if res.status == _STATUS_SUCCEEDED:
-                    finish(h, "succeed", r)
-                elif res.status == _STATUS_CANCELED:
-                    finish(h, "canceled", r)
-                else:
-                    finish(h, "abort", r)
-
-            def ask_result(gh: Any) -> None:
-                state["asked"] = time.monotonic()
-                gh.get_result_async().add_done_callback(
-                    self._guarded(f"result {e.name}", on_result))
-
-            def on_response(fut: Any) -> None:
-                try:
-                    gh = fut.result()
-                except Exception as ex:
-                    gh, why = None, f"refused: {e.name}: {type(ex).__name__}: {ex}"
-                else:
-                    why = f"refused: {e.name} rejected the goal"
-                if gh is None or not gh.accepted:
-                    forget()
-                    finish(h, "abort", SkillResult(action_id, "refused", why))
-                    return
-                with self._lock:  # paired with on_cancel and the watchdog
-                    abandoned = state["abandoned"]
-                    state["ros"] = gh
-                    cancel = state["cancel"]
-                if abandoned:  # answered after the watchdog gave it up: it must not run on
-                    self._warn(e.name, f"{e.name}: late goal response for {action_id}; "
-                                       "cancelling the goal")
-                    gh.cancel_goal_async()
-                    return
-                if cancel:
-                    gh.cancel_goal_async()
-                ask_result(gh)
-
-            def check(now: float) -> None:
-                """The watchdog's look at this goal (every 0.25 s, on its thread)."""
-                with self._lock:
-                    gh = state["ros"]
-                    late = gh is None and now - state["sent"] > self.service_timeout_s
-                    if late:
-                        state["abandoned"] = True
-                if late:  # the goal response never came (rclpy/#1123, or a dead server)
-                    forget()
-                    finish(h, "abort", SkillResult(
-                        action_id, "refused", f"refused: {e.name} did not answer the goal "
-                                              f"within {self.service_timeout_s:g} s"))
-                    return
-                if gh is None:
-                    return
-                if int(getattr(gh, "status", 0)) in _TERMINAL:
-                    # ended (status topic) but no result yet: the result response may be lost
-                    # (rclpy/#1123); asking again is allowed and answered from the server's cache
-                    if state["ended"] is None:
-                        state["ended"] = now
-                    if now - state["ended"] > 2.0 and now - state["asked"] > 2.0:
-                        ask_result(gh)
-
-            state["check"] = check
-            try:
-                goal_msg = cv.to_ros(self.codec, cv.T_GOAL, h.goal)
-            except cv.ConvertError as ex:
-                return f"refused: {ex}"
-            with self._lock:
-                self._client_goals[h.goal_id] = state
-            self._start_watchdog()
-            client.send_goal_async(
-                goal_msg, feedback_callback=self._guarded(f"feedback {e.name}", on_feedback)
-            ).add_done_callback(self._guarded(f"goal response {e.name}", on_response))
-            return None
-
-        def on_cancel(h: GoalHandle) -> bool:
-            with self._lock:
-                state = self._client_goals.get(h.goal_id)
-                if state is None:
-                    return False
-                gh = state["ros"]
-                if gh is None:
-                    state["cancel"] = True  # sent as soon as the server has answered
-            if gh is None:
-                return True
-            if not client.server_is_ready():
-                # the server is gone: no result will ever come, so the goal ends here
-                with self._lock:
-                    self._client_goals.pop(h.goal_id, None)
-                finish(h, "abort", SkillResult(str(getattr(h.goal, "action_id", "")),
-                                               "stopped", f"cancelled; the action server "
-                                               f"{e.name} is gone"))
-                return True
-            gh.cancel_goal_async()  # the result (CANCELED, or how it ended) follows
-            return True
-
+        caller = ActionCaller(client, e.name, self.codec, self._sent_goals, self._guarded,
+                              self._warn, self.closing, lambda: self.service_timeout_s)
         self.bus.create_action_server(BusActionServer(
-            e.name, e.type, on_goal, on_cancel,
+            e.name, e.type, caller.on_goal, caller.on_cancel,
             rejected_result=lambda reason: SkillResult("", "refused", reason)),
             node=BRIDGE_NODE)
-
-    def _start_watchdog(self) -> None:
-        with self._lock:
-            if self._watchdog is not None:
-                return
-            self._watchdog = threading.Thread(target=self._watch_client_goals,
-                                              name="bridge-goal-watchdog", daemon=True)
-        self._watchdog.start()
-
-    def _watch_client_goals(self) -> None:
-        """Bounds the waits of the goals this node sent: a goal whose response does not come
-        within ``service_timeout_s`` ends ``refused`` (and is cancelled should the response
-        still come); a goal the server reports ended (status topic) whose result does not
-        arrive is asked for its result again.  rclpy's action client can lose either response
-        when the executor takes it before the request is registered (ros2/rclpy#1123)."""
-        while not self.closing.wait(0.25):
-            now = time.monotonic()
-            with self._lock:
-                states = list(self._client_goals.values())
-            for st in states:
-                try:
-                    st["check"](now)
-                except Exception as ex:
-                    self._warn("watchdog", f"goal watchdog: {type(ex).__name__}: {ex}")
 
     # ---------------------------------------------------------------------------------------
     def close(self) -> None:

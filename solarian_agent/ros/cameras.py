@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,6 @@ def build_camera_core(
     size when the camera runs another mode of the same aspect ratio); without one, ``k`` /
     ``d``; without those, a guess (60 degrees across), said in the log."""
     from ..hw.camera.opencv import OpenCVCamera, OpenCVCameraConfig
-    from ..hw.errors import CameraError, CameraStalledError, EndOfStreamError
 
     bus = bus or Bus()
     node = f"camera_{camera}"
@@ -70,43 +69,67 @@ def build_camera_core(
                             graph.SENSOR_DATA, node=node)
     info_pub = bus.publisher(names.camera_info_topic(camera), names.T_CAMERA_INFO, LATCHED,
                              node=node)
-    state: dict[str, Any] = {"info": None, "ended": False, "stalls": 0}
+    reader = CameraReader(node, cam, clock, img_pub, info_pub,
+                          lambda img: _camera_info(node, cal, img, k, d),
+                          stall_timeout_s=cfg.stall_timeout_s, loop_file=loop_file)
+    return NodeCore(bus, graph.camera_node(camera), [Loop("read", 0.0, reader.read_once)],
+                    start=cam.connect, shutdown=cam.disconnect,
+                    parts={"camera": cam, "reader": reader})
 
-    def start() -> None:
-        cam.connect()
 
-    def read_once() -> None:
-        if state["ended"]:
-            clock.sleep_until(clock.now() + 0.2)
+class CameraReader:
+    """Reads the camera ``node``'s frames one at a time and publishes them, with its
+    ``camera_info`` (``info_for`` an image) whenever the frames' size changes.  The end of a
+    video file starts it again (``loop_file``) or idles; a stall is said and retried; a camera
+    gone after the driver's own reconnects is reconnected after a second."""
+
+    def __init__(self, node: str, cam: Any, clock: Clock, img_pub: Any, info_pub: Any,
+                 info_for: Callable[[Any], CameraInfo], *, stall_timeout_s: float,
+                 loop_file: bool) -> None:
+        self.node = node
+        self.cam = cam
+        self.clock = clock
+        self.img_pub = img_pub
+        self.info_pub = info_pub
+        self.info_for = info_for
+        self.stall_timeout_s = stall_timeout_s
+        self.loop_file = loop_file
+        self.info: CameraInfo | None = None
+        self.ended = False
+        self.stalls = 0
+
+    def read_once(self) -> None:
+        from ..hw.errors import CameraError, CameraStalledError, EndOfStreamError
+
+        if self.ended:
+            self.clock.sleep_until(self.clock.now() + 0.2)
             return
         try:
-            frame = cam.read(timeout_s=cfg.stall_timeout_s)
+            frame = self.cam.read(timeout_s=self.stall_timeout_s)
         except EndOfStreamError:
-            log.info("%s: end of the video file%s", node, ", again" if loop_file else "")
-            if loop_file:
-                cam.disconnect()
-                cam.connect()
+            log.info("%s: end of the video file%s", self.node,
+                     ", again" if self.loop_file else "")
+            if self.loop_file:
+                self.cam.disconnect()
+                self.cam.connect()
             else:
-                state["ended"] = True
+                self.ended = True
             return
         except CameraStalledError as e:  # no frame in time: said, and tried again
-            state["stalls"] += 1
-            log.warning("%s: %s", node, e)
+            self.stalls += 1
+            log.warning("%s: %s", self.node, e)
             return
         except CameraError as e:  # gone after the driver's own reconnects: back off, retry
-            log.error("%s: %s; reconnecting in 1 s", node, e)
-            clock.sleep_until(clock.now() + 1.0)
-            cam.disconnect()
-            cam.connect()
+            log.error("%s: %s; reconnecting in 1 s", self.node, e)
+            self.clock.sleep_until(self.clock.now() + 1.0)
+            self.cam.disconnect()
+            self.cam.connect()
             return
         img = frame.to_image()
-        if state["info"] is None or state["info"].width != img.width:
-            state["info"] = _camera_info(node, cal, img, k, d)
-            info_pub.publish(state["info"])
-        img_pub.publish(img)
-
-    return NodeCore(bus, graph.camera_node(camera), [Loop("read", 0.0, read_once)],
-                    start=start, shutdown=cam.disconnect, parts={"camera": cam, "state": state})
+        if self.info is None or self.info.width != img.width:
+            self.info = self.info_for(img)
+            self.info_pub.publish(self.info)
+        self.img_pub.publish(img)
 
 
 def _camera_calibration(node: str, camera: str, path: str) -> Any:

@@ -17,7 +17,7 @@ from .ui_link import RosLink, open_node
 
 
 def main(args: Sequence[str] | None = None) -> int:
-    from ..ui.chat import main_chat
+    from ..ui.chat_cli import main_chat
 
     argv = list(sys.argv if args is None else args)
     user_args = remove_ros_args(argv)[1:]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from ..core import names
 from ..core.transport import LATCHED, SENSOR_DATA, QoS
+from ..rosmsg.bag_read import COMPRESSED_SUFFIX
 from . import convert as cv
 
 KINDS = ("publisher", "subscription", "service", "client", "action_server", "action_client")
@@ -327,6 +328,11 @@ def panel_node(cameras: Sequence[str] = DEFAULT_SIM_CAMERAS) -> NodeSpec:
                                "simulator)"})
 
 
+def played_topic(topic: str) -> str:
+    """The graph topic a bag topic is played on (compressed images on their raw topic)."""
+    return topic[: -len(COMPRESSED_SUFFIX)] if topic.endswith(COMPRESSED_SUFFIX) else topic
+
+
 def replay_topic(topic: str) -> tuple[str, QoS]:
     """The type and QoS the graph publishes a replayable topic with (KeyError: not one)."""
     if topic.endswith("/image_raw/compressed"):
@@ -342,8 +348,6 @@ def replay_topic(topic: str) -> tuple[str, QoS]:
 def bag_player_node(topics: Sequence[str], publish_clock: bool = True) -> NodeSpec:
     """The package's ``bag_player``: the bag's topics, compressed images decoded onto their
     raw topic, and ``/clock``."""
-    from .bag_play import played_topic
-
     eps: dict[str, Endpoint] = {}
     for t in topics:
         out = played_topic(t)
@@ -504,10 +508,11 @@ def check_graph(nodes: Sequence[LaunchedNode], externals: Sequence[NodeSpec] = (
     return problems
 
 
-__all__ = ["EXECUTABLES", "EXTERNAL_INPUTS", "LATCHED", "LATEST", "OPTIONAL_INPUTS", "RELIABLE",
+__all__ = ["COMPRESSED_SUFFIX", "EXECUTABLES", "EXTERNAL_INPUTS", "LATCHED", "LATEST",
+           "OPTIONAL_INPUTS", "RELIABLE",
            "SENSOR_DATA", "Endpoint", "LaunchedNode", "NodeSpec",
            "SPEC_BUILDERS", "arm_node", "bag_player_node", "calibrate_camera_node",
            "camera_node", "chat_node", "panel_node",
-           "check_graph", "expand", "monitor_node", "planner_node", "qos_problem",
+           "check_graph", "expand", "monitor_node", "planner_node", "played_topic", "qos_problem",
            "recorded_topics", "replay_topic", "replay_topics", "resolve", "sim_node",
            "skills_node"]

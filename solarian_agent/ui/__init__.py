@@ -1,7 +1,7 @@
 """Front ends: the operator panel (web), the terminal chat, the episode viewer and
 ``attach-logs``.  Each talks to the agent only through :class:`~.link.AgentLink`.
 
-Entry points for the CLI: :func:`~.chat.main_chat`, :func:`~.viewer.main_view_episode`,
+Entry points for the CLI: :func:`~.chat_cli.main_chat`, :func:`~.viewer.main_view_episode`,
 :func:`~.attach_logs.main_attach_logs`, and :func:`~.panel.serve_panel` for the demo.
 Imports are lazy so ``solarian_agent.ui`` loads without starlette / uvicorn installed.
 """
@@ -19,7 +19,7 @@ def __getattr__(name: str) -> Any:
 
         return serve_panel
     if name == "main_chat":
-        from .chat import main_chat
+        from .chat_cli import main_chat
 
         return main_chat
     if name == "main_view_episode":

@@ -18,22 +18,15 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
 from ..core import names
 from ..core.messages import AgentEvent, AgentState, OperatorEvent
 from ..core.text import for_terminal, indented
-from .link import (
-    AgentLink,
-    BusLike,
-    Reply,
-    describe_event,
-    estop_unavailable,
-    is_internal,
-    new_entries,
-)
+from .event_lines import describe_event
+from .link import AgentLink, BusLike, Reply, estop_unavailable, is_internal, new_entries
 from .terminal import TerminalPrinter
 
 _new_entries = new_entries  # the name the tests know
@@ -365,14 +358,5 @@ def sim_embedded(seed: int = 7, log_root: Path | None = Path("recordings") / "co
     return system.bus, stop
 
 
-def main_chat(argv: Sequence[str] | None = None, *, link: AgentLink | None = None,
-              embedded: EmbeddedFactory | None = None,
-              input_fn: Callable[[str], str] = input, out: TextIO | None = None) -> int:
-    """``solarian-agent chat [--ros] [--send TEXT] ...`` (:mod:`.chat_cli` parses it)."""
-    from .chat_cli import chat_command
-
-    return chat_command(argv, link=link, embedded=embedded, input_fn=input_fn, out=out)
-
-
-__all__ = ["COMMANDS", "HELP", "ChatSession", "main_chat", "run_chat", "send_and_wait",
+__all__ = ["COMMANDS", "HELP", "ChatSession", "run_chat", "send_and_wait",
            "sim_embedded"]

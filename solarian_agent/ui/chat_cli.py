@@ -1,6 +1,7 @@
 """``solarian-agent chat``: its command line.  Without ``--ros`` the chat starts the embedded
-simulated robot; with ``--ros`` it attaches to a running ROS 2 graph (its own node, ``chat``).
-Ctrl-D or /quit leaves (0), Ctrl-C too (130)."""
+simulated robot; with ``--ros`` it attaches to a running ROS 2 graph (its own node, ``chat``)
+through the link the ROS front end hands it (``solarian_agent.ros.front_ends``: this package
+never imports the ROS one).  Ctrl-D or /quit leaves (0), Ctrl-C too (130)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ..cli_common import CliParser, MissingExtraError, fail, require
+from ..cli_common import CliParser, MissingExtraError, fail
 from ..core.errors import ConfigError, CoreError
 from ..models.base import ModelConfigError
 from .chat import EmbeddedFactory, run_chat, send_and_wait, sim_embedded
-from .link import AgentLink, BusLink
+from .link import AgentLink, BusLink, GraphTarget, OpenGraphLink
 
 PROG = "solarian-agent chat"
 
@@ -43,9 +44,11 @@ def _parser() -> CliParser:
     return p
 
 
-def chat_command(argv: Sequence[str] | None = None, *, link: AgentLink | None = None,
-                 embedded: EmbeddedFactory | None = None,
-                 input_fn: Callable[[str], str] = input, out: TextIO | None = None) -> int:
+def main_chat(argv: Sequence[str] | None = None, *, link: AgentLink | None = None,
+              embedded: EmbeddedFactory | None = None, ros_link: OpenGraphLink | None = None,
+              input_fn: Callable[[str], str] = input, out: TextIO | None = None) -> int:
+    """``solarian-agent chat [--ros] [--send TEXT] ...``: ``link`` given, the chat talks to
+    it; else ``--ros`` opens one with ``ros_link`` and the embedded robot starts without."""
     p = _parser()
     a = p.parse_args(list(argv) if argv is not None else None)
     if a.wait <= 0:
@@ -59,11 +62,11 @@ def chat_command(argv: Sequence[str] | None = None, *, link: AgentLink | None = 
     own_link = link is None
     if link is None:
         if a.ros:
+            if ros_link is None:  # a caller without the ROS front end
+                return fail(PROG, "chat --ros runs from the ROS front end: solarian-agent "
+                                  "chat --ros, or ros2 run solarian_agent chat")
             try:
-                require(("rclpy",), "chat --ros")
-                from ..ros.ui_link import make_ros_link
-
-                link = make_ros_link((), name="chat", namespace=a.namespace)
+                link = ros_link(GraphTarget("chat", a.namespace))
             except MissingExtraError as e:
                 return fail(PROG, str(e))
             except ImportError as e:  # no rclpy, or the interfaces are not built
@@ -91,4 +94,4 @@ def chat_command(argv: Sequence[str] | None = None, *, link: AgentLink | None = 
             stop()
 
 
-__all__ = ["chat_command"]
+__all__ = ["main_chat"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ class _BagMsg:
 
 def _iter_bag(path: Path) -> Iterator[_BagMsg]:
     try:
-        from ..ros.bag import read_bag
+        from ..rosmsg.bag_read import read_bag
     except ImportError:
         read_bag = None  # type: ignore[assignment]
     if read_bag is not None:
@@ -39,7 +39,8 @@ def _iter_bag(path: Path) -> Iterator[_BagMsg]:
 
 
 def _iter_bag_rosbags(path: Path) -> Iterator[_BagMsg]:
-    """Images straight from ``rosbags`` (used when solarian_agent.ros.bag is unavailable)."""
+    """Images straight from ``rosbags`` (used when solarian_agent.rosmsg.bag_read is
+    unavailable)."""
     from rosbags.rosbag2 import Reader
     from rosbags.typesys import Stores, get_typestore
 
@@ -70,97 +71,144 @@ def _iter_bag_rosbags(path: Path) -> Iterator[_BagMsg]:
 
 
 def load_bag(ep: Episode, bag: Path, fps: float, max_side: int, max_frames: int,
-              quality: int, offset: float | None) -> float | None:
+             quality: int, offset: float | None) -> float | None:
     """Read one bag into ``ep``; returns the offset from bag time to log time it used."""
-    have_log = ep.log_dir is not None and bool(ep.events)
-    log_kinds = {e.get("kind") for e in ep.events}
-    images: list[_BagMsg] = []
-    joints: list[tuple[float, int, tuple[str, ...], tuple[float, ...]]] = []
-    extra: list[dict[str, Any]] = []
-    offsets: list[float] = []  # log time - bag time, from agent events
-    stamp_offsets: list[float] = []  # log time - the run's own clock, from event/state pairs
-    last_event: tuple[int, float] | None = None  # (message index, log time)
-    bad = 0
+    found = _BagContents(have_log=ep.log_dir is not None and bool(ep.events),
+                         log_kinds={e.get("kind") for e in ep.events})
     for n, m in enumerate(_iter_bag(bag)):
         try:
-            v = m.value
-            if m.type in (names.T_IMAGE, "sensor_msgs/msg/CompressedImage"):
-                images.append(m)
-            elif m.type == names.T_JOINT_STATE:
-                joints.append((float(v.stamp), m.t_ns, tuple(v.name), tuple(v.position)))
-            elif m.type == names.T_AGENT_STATE:
-                # the planner publishes its state in the same tick as the event before it:
-                # that pairs the run's clock (stamps) with the log's (ISO times)
-                stamp = float(getattr(v, "stamp", 0.0) or 0.0)
-                if last_event is not None and n - last_event[0] <= 50 and stamp > 0:
-                    stamp_offsets.append(last_event[1] - stamp)
-            elif m.type == names.T_AGENT_EVENT:
-                t = _event_axis(ep, v)
-                if t is not None:
-                    offsets.append(t - m.t_ns * 1e-9)
-                    last_event = (n, t)
-                if not have_log:
-                    extra.append({"t": v.t, "kind": v.kind, **dict(v.data), "_ts": t,
-                                  "_src": "bag"})
-            elif m.type == names.T_OPERATOR_EVENT:
-                extra.append({"kind": "operator_event", "by": "operator", "action": v.kind,
-                              "detail": dict(v.detail), "_bag_ns": m.t_ns, "_stamp": v.stamp,
-                              "_src": "bag"})
-            elif m.type == names.T_MONITOR_VERDICT and "monitor_answer" not in log_kinds:
-                extra.append({"kind": "monitor_verdict", "action_id": v.action_id,
-                              "tool": v.tool, "question": v.question, "value": v.value,
-                              "probability": v.probability, "decision": v.decision,
-                              "reason": v.reason, "source": v.source, "_bag_ns": m.t_ns,
-                              "_stamp": v.stamp, "_src": "bag"})
+            found.take(ep, n, m)
         except Exception:
-            bad += 1
-    if bad:
-        ep.warnings.append(f"{bag.name}: {bad} messages could not be read")
-    if offsets:
-        offsets.sort()
-        offset = offsets[len(offsets) // 2]
+            found.bad += 1
+    if found.bad:
+        ep.warnings.append(f"{bag.name}: {found.bad} messages could not be read")
+    if found.offsets:
+        offset = _median(found.offsets)
     elif offset is None:
-        offset = _guess_offset(ep, images)
-    stamp_offset = None
-    if stamp_offsets:
-        stamp_offsets.sort()
-        stamp_offset = stamp_offsets[len(stamp_offsets) // 2]
+        offset = _guess_offset(ep, found.images)
+    axis = _BagAxis(ep, offset, _median(found.stamp_offsets) if found.stamp_offsets else None)
+    _add_events(ep, found.extra, axis)
+    _add_joints(ep, found.joints, axis)
+    _add_frames(ep, found.images, axis, fps, max_side, max_frames, quality)
+    return offset
 
-    def bag_time(t_ns: int) -> float:
-        return t_ns * 1e-9 + (offset or 0.0)
 
-    def when(stamp: float, t_ns: int) -> float:
+# a joint_states message as read: (its stamp, the bag's receive time in ns, names, positions)
+JointSample = tuple[float, int, tuple[str, ...], tuple[float, ...]]
+
+
+def _median(values: list[float]) -> float:
+    """The upper median (what the offsets have always used)."""
+    values.sort()
+    return values[len(values) // 2]
+
+
+@dataclass
+class _BagContents:
+    """What a bag holds for the episode, sorted by kind as it is read."""
+
+    have_log: bool  # the log has the agent's events: the bag's are only used for the clock
+    log_kinds: set[Any]
+    images: list[_BagMsg] = field(default_factory=list)
+    joints: list[JointSample] = field(default_factory=list)
+    extra: list[dict[str, Any]] = field(default_factory=list)  # events the log lacks
+    offsets: list[float] = field(default_factory=list)  # log time - bag time, from agent events
+    # log time - the run's own clock, from event/state pairs
+    stamp_offsets: list[float] = field(default_factory=list)
+    last_event: tuple[int, float] | None = None  # (message index, log time)
+    bad: int = 0
+
+    def take(self, ep: Episode, n: int, m: _BagMsg) -> None:
+        """Sort the ``n``-th message ``m`` (raises on a malformed one)."""
+        v = m.value
+        if m.type in (names.T_IMAGE, "sensor_msgs/msg/CompressedImage"):
+            self.images.append(m)
+        elif m.type == names.T_JOINT_STATE:
+            self.joints.append((float(v.stamp), m.t_ns, tuple(v.name), tuple(v.position)))
+        elif m.type == names.T_AGENT_STATE:
+            # the planner publishes its state in the same tick as the event before it: that
+            # pairs the run's clock (stamps) with the log's (ISO times)
+            stamp = float(getattr(v, "stamp", 0.0) or 0.0)
+            if self.last_event is not None and n - self.last_event[0] <= 50 and stamp > 0:
+                self.stamp_offsets.append(self.last_event[1] - stamp)
+        elif m.type == names.T_AGENT_EVENT:
+            self._agent_event(ep, n, m)
+        elif m.type == names.T_OPERATOR_EVENT:
+            self.extra.append({"kind": "operator_event", "by": "operator", "action": v.kind,
+                               "detail": dict(v.detail), "_bag_ns": m.t_ns, "_stamp": v.stamp,
+                               "_src": "bag"})
+        elif m.type == names.T_MONITOR_VERDICT and "monitor_answer" not in self.log_kinds:
+            self.extra.append({"kind": "monitor_verdict", "action_id": v.action_id,
+                               "tool": v.tool, "question": v.question, "value": v.value,
+                               "probability": v.probability, "decision": v.decision,
+                               "reason": v.reason, "source": v.source, "_bag_ns": m.t_ns,
+                               "_stamp": v.stamp, "_src": "bag"})
+
+    def _agent_event(self, ep: Episode, n: int, m: _BagMsg) -> None:
+        v = m.value
+        t = _event_axis(ep, v)
+        if t is not None:
+            self.offsets.append(t - m.t_ns * 1e-9)
+            self.last_event = (n, t)
+        if not self.have_log:
+            self.extra.append({"t": v.t, "kind": v.kind, **dict(v.data), "_ts": t,
+                               "_src": "bag"})
+
+
+@dataclass(frozen=True)
+class _BagAxis:
+    """Bag messages put on the episode's time axis: ``offset`` from bag time to log time,
+    ``stamp_offset`` from the run's own clock (stamps) to the log's, when known."""
+
+    ep: Episode
+    offset: float | None
+    stamp_offset: float | None
+
+    def bag_time(self, t_ns: int) -> float:
+        return t_ns * 1e-9 + (self.offset or 0.0)
+
+    def when(self, stamp: float, t_ns: int) -> float:
         """A message's time on the axis: its own stamp through the log's clock anchor, else
         its stamp when that is on the log's clock (ROS time) or maps onto it (a monotonic or
         simulated run clock), else the time the bag received it."""
-        exact = ep.stamp_time(stamp) if stamp > 0 else None
+        exact = self.ep.stamp_time(stamp) if stamp > 0 else None
         if exact is not None:
             return exact
-        if stamp > 1e9 and abs(offset or 0.0) < 5.0:
+        if stamp > 1e9 and abs(self.offset or 0.0) < 5.0:
             return stamp
-        if 0 < stamp < 1e9 and stamp_offset is not None:
-            return stamp + stamp_offset
-        return bag_time(t_ns)
+        if 0 < stamp < 1e9 and self.stamp_offset is not None:
+            return stamp + self.stamp_offset
+        return self.bag_time(t_ns)
 
+
+def _add_events(ep: Episode, extra: list[dict[str, Any]], axis: _BagAxis) -> None:
     for e in extra:
         if "_bag_ns" in e:
-            e["_ts"] = when(float(e.pop("_stamp", 0.0) or 0.0), e.pop("_bag_ns"))
+            e["_ts"] = axis.when(float(e.pop("_stamp", 0.0) or 0.0), e.pop("_bag_ns"))
             if not ep.simulated:
                 e["t"] = iso(e["_ts"])
         e["_n"] = len(ep.events)
         ep.events.append(e)
+
+
+def _add_joints(ep: Episode, joints: list[JointSample], axis: _BagAxis) -> None:
     last_joint = -1e18
     for stamp, t_ns, jnames, pos in joints:  # at most 25 samples a second for the plots
-        t = when(stamp, t_ns)
+        t = axis.when(stamp, t_ns)
         if t - last_joint >= 0.04 - 1e-9:
             ep.joints.append((t, jnames, pos))
             last_joint = t
+
+
+def _add_frames(ep: Episode, images: list[_BagMsg], axis: _BagAxis, fps: float, max_side: int,
+                max_frames: int, quality: int) -> None:
+    """The camera frames, at most ``fps`` a second and ``max_frames`` a camera."""
     last: dict[str, float] = {}
     truncated: dict[str, int] = {}
     for m in images:
         v = m.value
         stamp = float(v["stamp"] if isinstance(v, dict) else getattr(v, "stamp", 0.0))
-        t = when(stamp, m.t_ns)
+        t = axis.when(stamp, m.t_ns)
         frames = ep.frames.setdefault(m.topic, [])
         if m.topic in last and t - last[m.topic] < 1.0 / fps - 1e-6:
             continue
@@ -177,7 +225,6 @@ def load_bag(ep: Episode, bag: Path, fps: float, max_side: int, max_frames: int,
                            "(--max-frames)")
     for topic in [t for t, f in ep.frames.items() if not f]:
         del ep.frames[topic]
-    return offset
 
 
 def _guess_offset(ep: Episode, images: list[_BagMsg]) -> float:

@@ -1,6 +1,7 @@
 """``solarian-agent panel``: the operator panel over the embedded simulated robot, or with
 ``--ros`` attached to a running ROS 2 graph (``solarian-agent launch sim``, ``ros2 launch
-solarian_agent robot.launch.py``).
+solarian_agent robot.launch.py``) through the link the ROS front end hands it
+(``solarian_agent.ros.front_ends``: this package never imports the ROS one).
 
 It listens on 127.0.0.1 unless ``--host`` says otherwise; beyond loopback every request needs
 an access token (``--token``, ``$SOLARIAN_PANEL_TOKEN``, or one generated and printed at start).
@@ -19,6 +20,7 @@ from typing import Any
 
 from ..cli_common import CliParser, MissingExtraError, fail, require
 from ..core.errors import ConfigError, CoreError
+from .link import GraphLink, GraphTarget, OpenGraphLink
 
 PANEL_TOKEN_ENV = "SOLARIAN_PANEL_TOKEN"
 PROG = "solarian-agent panel"
@@ -91,14 +93,19 @@ def public_url(handle: Any, host: str) -> str:
     return url
 
 
-def main_panel(argv: Sequence[str] = ()) -> int:
+def main_panel(argv: Sequence[str] = (), *, ros_link: OpenGraphLink | None = None) -> int:
+    """``solarian-agent panel [--ros] ...``: ``--ros`` attaches with ``ros_link`` (the ROS
+    front end's), else the embedded robot starts."""
     a, token = parse_panel(argv)
     try:
         require(("starlette", "uvicorn"), "the panel")
     except MissingExtraError as e:
         return fail(PROG, str(e))
     if a.ros:
-        return _panel_on_ros(a, token)
+        if ros_link is None:  # a caller without the ROS front end
+            return fail(PROG, "panel --ros runs from the ROS front end: solarian-agent "
+                              "panel --ros")
+        return _panel_on_ros(a, token, ros_link)
     return _panel_embedded(a, token)
 
 
@@ -150,17 +157,13 @@ def _panel_embedded(a: argparse.Namespace, token: str | None) -> int:
         allow_hosts=a.allow_host), wait, system.shutdown)
 
 
-def _panel_on_ros(a: argparse.Namespace, token: str | None) -> int:
+def _panel_on_ros(a: argparse.Namespace, token: str | None, ros_link: OpenGraphLink) -> int:
     from .panel import serve_panel
 
+    cams = None if a.cameras is None else tuple(c.strip() for c in a.cameras.split(",")
+                                                if c.strip())
     try:
-        require(("rclpy",), "panel --ros")
-        from ..ros.ui_link import make_ros_link
-
-        cams = None if a.cameras is None else [c.strip() for c in a.cameras.split(",")
-                                               if c.strip()]
-        link = make_ros_link(cams, name="panel", namespace=a.namespace,
-                             config_file=str(a.config or ""))
+        link = ros_link(GraphTarget("panel", a.namespace, cams, str(a.config or "")))
     except MissingExtraError as e:
         return fail(PROG, str(e))
     except ConfigError as e:
@@ -173,9 +176,9 @@ def _panel_on_ros(a: argparse.Namespace, token: str | None) -> int:
         allow_hosts=a.allow_host), lambda: _wait_for(forever, link), link.close)
 
 
-def _wait_for(stop: threading.Event, link: Any) -> None:
+def _wait_for(stop: threading.Event, link: GraphLink) -> None:
     while not stop.wait(0.5):
-        if getattr(link, "failed", False):
+        if link.failed:
             print(f"{PROG}: the ROS node stopped; exiting", file=sys.stderr)
             return
 

@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..core import names
 from ..core.messages import OperatorEvent
-from .link import Reply, estop_unavailable
-from .panel_clients import Client, finite
+from .link import AgentLink, Reply, estop_unavailable
+from .panel_clients import Client, ControlLock, finite
 from .panel_door import same_secret
-
-if TYPE_CHECKING:
-    from .panel_hub import PanelHub
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +36,21 @@ LOCKED = ("message", "resume", "takeover", "reset", "estop_reset")
 
 
 class OperatorControls:
-    """The lock, the operator's commands and the e-stop of one panel (``hub``'s loop only,
-    except the ``*_command`` methods, which block and run off the loop)."""
+    """The lock, the operator's commands and the e-stop of one panel (the panel's loop only,
+    except the ``*_command`` methods, which block and run off the loop).
 
-    def __init__(self, hub: PanelHub) -> None:
-        self.hub = hub
+    It is handed what it acts on, not the panel: the ``link`` to the agent, the open pages
+    (``clients``, kept current by the panel), the ``lock``, ``broadcast`` to every page and
+    ``run_status`` (the status of the run the pages show)."""
+
+    def __init__(self, link: AgentLink, clients: Mapping[str, Client], lock: ControlLock,
+                 broadcast: Callable[[dict[str, Any]], None],
+                 run_status: Callable[[], object]) -> None:
+        self.link = link
+        self.clients = clients
+        self.lock = lock
+        self.broadcast = broadcast
+        self.run_status = run_status
         self.estop: dict[str, Any] = {"available": self._estop_available(), "latched": False,
                                       "reason": "", "t": None}
         self._estop_checked_at = time.monotonic()
@@ -51,39 +59,39 @@ class OperatorControls:
     def client_for(self, token: object) -> Client | None:
         """The open page whose secret ``token`` is (every page compared, in constant time)."""
         found = None
-        for c in list(self.hub.clients.values()):
+        for c in list(self.clients.values()):
             if same_secret(token, c.token):
                 found = c
         return found
 
     def holds_lock(self, token: object) -> bool:
         c = self.client_for(token)
-        return c is not None and self.hub.lock.held_by(c.id)
+        return c is not None and self.lock.held_by(c.id)
 
     def acquire(self, token: object) -> Reply:
         c = self.client_for(token)
         if c is None:
             return {"ok": False, "reason": "taking control needs your page's token (from its "
                     "event stream's hello)"}
-        before = self.hub.lock.holder
-        if self.hub.lock.acquire(c.id, self.hub.clients):
+        before = self.lock.holder
+        if self.lock.acquire(c.id, self.clients):
             if before != c.id:
-                self.hub.broadcast({"type": "lock", "holder": c.id})
+                self.broadcast({"type": "lock", "holder": c.id})
             return {"ok": True, "reason": "", "holder": c.id}
         return {"ok": False, "reason": "another viewer holds the control lock",
-                "holder": self.hub.lock.holder}
+                "holder": self.lock.holder}
 
     def release(self, token: object) -> Reply:
         c = self.client_for(token)
-        if c is not None and self.hub.lock.release(c.id):
-            self.hub.broadcast({"type": "lock", "holder": None})
+        if c is not None and self.lock.release(c.id):
+            self.broadcast({"type": "lock", "holder": None})
             return {"ok": True, "reason": ""}
         return {"ok": False, "reason": "you do not hold the control lock"}
 
     def who(self, token: object) -> str:
         """The viewer a token shows, as the agent is told (never the token)."""
         c = self.client_for(token)
-        held = c is not None and self.hub.lock.held_by(c.id)
+        held = c is not None and self.lock.held_by(c.id)
         who = f"viewer {c.id}" if c is not None else "a viewer"
         return f"{who}, {'holds control' if held else 'without the control lock'}"
 
@@ -96,7 +104,7 @@ class OperatorControls:
             return {"ok": False, "estop": True,
                     "reason": f"the e-stop is latched{reason}: every skill would be refused; "
                               "reset the e-stop first"}
-        status = self.hub.state.get("status")
+        status = self.run_status()
         if what == "resume" and status != "paused":
             return {"ok": False, "reason": f"nothing to resume: the run is "
                                            f"{str(status).replace('_', ' ')}"}
@@ -104,14 +112,14 @@ class OperatorControls:
 
     def operator_command(self, kind: str, detail: dict[str, Any]) -> Reply:
         """Publish a pause / takeover operator event (blocking: run it off the loop)."""
-        fn = getattr(self.hub.link, "operator_event", None)
+        fn = getattr(self.link, "operator_event", None)
         if fn is None:
             return {"ok": False, "reason": "this link cannot send operator events"}
         return dict(fn(kind, detail))
 
     # e-stop ------------------------------------------------------------------------------
     def _estop_available(self) -> bool:
-        fn = getattr(self.hub.link, "estop_available", None)
+        fn = getattr(self.link, "estop_available", None)
         if fn is None:  # a link without the e-stop methods
             return False
         try:
@@ -124,7 +132,7 @@ class OperatorControls:
         new = {**self.estop, **change}
         if new != self.estop:
             self.estop = new
-            self.hub.broadcast({"type": "estop", "estop": self.estop})
+            self.broadcast({"type": "estop", "estop": self.estop})
 
     def refresh(self, every_s: float = 1.0) -> None:
         now = time.monotonic()
@@ -150,12 +158,12 @@ class OperatorControls:
 
     def estop_command(self, reason: str) -> Reply:
         """Latch the e-stop (blocking: run it off the loop)."""
-        fn = getattr(self.hub.link, "estop", None)
+        fn = getattr(self.link, "estop", None)
         return estop_unavailable() if fn is None else dict(fn(reason))
 
     def estop_reset_command(self) -> Reply:
         """Release the e-stop (blocking: run it off the loop)."""
-        fn = getattr(self.hub.link, "estop_reset", None)
+        fn = getattr(self.link, "estop_reset", None)
         return estop_unavailable(names.ESTOP_RESET) if fn is None else dict(fn())
 
     def estop_answered(self, r: Reply) -> None:

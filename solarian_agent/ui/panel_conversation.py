@@ -25,7 +25,8 @@ import collections
 from collections.abc import Mapping
 from typing import Any
 
-from .link import describe_event, new_entries
+from .event_lines import describe_event
+from .link import new_entries
 
 REFUSALS = ("tool_refused", "action_refused", "target_rejected")
 # why the planner says nothing: its model fails (retried with a backoff, then silent)

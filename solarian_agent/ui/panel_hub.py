@@ -32,7 +32,8 @@ from typing import Any
 
 from ..core.clock import Clock
 from ..core.messages import AgentEvent, AgentState, MonitorVerdict, OperatorEvent
-from .link import AgentLink, describe_event, is_internal
+from .event_lines import describe_event
+from .link import AgentLink, is_internal
 from .panel_clients import Client, ControlLock, Intake, dumps, encode_jpeg, json_safe
 from .panel_controls import OperatorControls
 from .panel_conversation import ConversationView
@@ -70,7 +71,8 @@ class PanelHub:
         # how recent actions ended (action id -> the plan status shown): authoritative for a
         # plan step the planner still lists as running (a paused run keeps its plan as is)
         self._ended: collections.OrderedDict[str, str] = collections.OrderedDict()
-        self.controls = OperatorControls(self)
+        self.controls = OperatorControls(link, self.clients, self.lock, self.broadcast,
+                                         self._run_status)
         self.frames: dict[str, int] = {}
         self._frame_src: dict[str, Any] = {}
         self._frame_sent_at: dict[str, float] = {}
@@ -85,6 +87,9 @@ class PanelHub:
         link.on_event(lambda m: self.intake.put("event", m))
         link.on_verdict(lambda m: self.intake.put("verdict", m))
         link.on_operator(lambda m: self.intake.put("operator", m))
+
+    def _run_status(self) -> object:
+        return self.state.get("status")
 
     @property
     def estop(self) -> dict[str, Any]:

@@ -46,7 +46,7 @@ from .episode_data import (
     load_overlays,
 )
 from .episode_plots import plot_data
-from .link import compact, describe_event
+from .event_lines import compact, describe_event
 
 log = logging.getLogger(__name__)
 
@@ -192,62 +192,14 @@ def _rel(t: float | None, t0: float) -> float | None:
 
 
 def render_html(ep: Episode) -> str:
+    """The episode's page: one self-contained HTML file (assets, frames and data inlined)."""
     times = [e["_ts"] for e in ep.events if e.get("_ts") is not None]
     times += [f.t for frames in ep.frames.values() for f in frames]
     t0 = min(times) if times else 0.0
     t1 = max(times) if times else 0.0
-    turn_events: dict[str, dict[str, Any]] = {}
-    for e in ep.events:
-        if e.get("kind") == "planner_turn" and e.get("turn"):
-            turn_events.setdefault(str(e["turn"]), e)
-
-    # the event list (rendered here, so it is in the page whatever JS does)
-    rows = []
-    data_events = []
-    for i, e in enumerate(ep.events):
-        kind = str(e.get("kind", ""))
-        cat = _category(e)
-        rest = {k: v for k, v in e.items() if not k.startswith("_")}
-        text = describe_event(kind, {k: v for k, v in rest.items() if k not in ("t", "kind")})
-        at = _rel(e.get("_ts"), t0)
-        when = "" if at is None else f"{at:8.2f}"
-        link = ""
-        if kind == "planner_turn" and e.get("turn"):
-            anchor = turn_anchor(str(e["turn"]))
-            link = (f' <a class="turn-link" href="#{anchor}" data-turn="{_esc(e["turn"])}">'
-                    f"{_esc(e['turn'])}</a>")
-        by = f' <span class="by">{_esc(e["by"])}</span>' if e.get("by") else ""
-        src = ' <span class="src">bag</span>' if e.get("_src") == "bag" else ""
-        rows.append(
-            f'<li class="ev" id="ev-{i}" data-i="{i}" data-cat="{cat}" data-kind="{_esc(kind)}"'
-            f' data-t="{"" if at is None else at}" data-decision="{_esc(e.get("decision", ""))}"'
-            f'><span class="when">{when}</span> <span class="kind">{_esc(kind)}</span>{by}{src} '
-            f'<span class="text">{_esc(text)}</span>{link}</li>')
-        data_events.append({"t": at, "kind": kind, "cat": cat,
-                            "decision": str(e.get("decision") or ""),
-                            "turn": str(e.get("turn", "")) if kind == "planner_turn" else "",
-                            "detail": rest})
-    # turns: every turn file gets a section, linked from its planner_turn event
-    sections = []
-    for rel, turn in ep.turns.items():
-        sections.append(f'<section class="turn" id="{turn_anchor(rel)}" data-turn="{_esc(rel)}"'
-                        f' hidden>{render_turn(rel, turn, turn_events.get(rel))}</section>')
-    orphan_links = "".join(
-        f'<a class="turn-link" href="#{turn_anchor(rel)}" data-turn="{_esc(rel)}">{_esc(rel)}</a> '
-        for rel in ep.turns if rel not in turn_events)
-
-    frame_images: list[str] = []
-    cameras = []
-    order = sorted(ep.frames, key=lambda t: t == names.AGENT_VIEW)  # the planner's view last
-    for topic in order:
-        frames = ep.frames[topic]
-        rows_f = []
-        for f in frames:
-            frame_images.append(_data_uri(f.jpeg))
-            rows_f.append([round(f.t - t0, 3), len(frame_images) - 1, f.overlays])
-        w = max((f.width for f in frames), default=0)
-        h = max((f.height for f in frames), default=0)
-        cameras.append({"topic": topic, "frames": rows_f, "size": [w, h]})
+    turn_events = _turn_events(ep)
+    rows, data_events = _event_list(ep, t0)
+    cameras, frame_images = _camera_frames(ep, t0)
     walls = [w for w in (iso_to_epoch(e.get("t")) for e in ep.events) if w is not None]
     data = {
         "title": ep.title, "t0": t0, "simulated": ep.simulated,
@@ -259,21 +211,20 @@ def render_html(ep: Episode) -> str:
         "frames_from": ep.frames_from, "plots": plot_data(ep, t0, t1),
     }
     blob = json.dumps(data, ensure_ascii=False, default=str).replace("<", "\\u003c")
-    counts = {c: sum(1 for e in data_events if e["cat"] == c)
-              for c in ("agent", "operator", "monitor", "turn")}
+    sections = [f'<section class="turn" id="{turn_anchor(rel)}" data-turn="{_esc(rel)}"'
+                f' hidden>{render_turn(rel, turn, turn_events.get(rel))}</section>'
+                for rel, turn in ep.turns.items()]  # every turn file, linked from its event
+    orphan_links = "".join(
+        f'<a class="turn-link" href="#{turn_anchor(rel)}" data-turn="{_esc(rel)}">{_esc(rel)}</a> '
+        for rel in ep.turns if rel not in turn_events)
     warn = "".join(f"<li>{_esc(w)}</li>" for w in ep.warnings)
-    page = _asset("viewer.html")
     subs = {
         "TITLE": _esc(ep.title),
         "CSS": _asset("viewer.css"),
         "JS": _asset("viewer.js"),
         "PLOTS_JS": _asset("viewer_plots.js"),
         "DATA": blob,
-        "SUMMARY": _esc(f"{len(ep.events)} events ({counts['agent']} agent, "
-                        f"{counts['operator']} operator, {counts['monitor']} monitor, "
-                        f"{counts['turn']} planner turns); frames from {ep.frames_from}; "
-                        f"{sum(len(f) for f in ep.frames.values())} frames on "
-                        f"{len(ep.frames)} cameras; {_fmt_duration(t1 - t0)}"),
+        "SUMMARY": _esc(_summary(ep, data_events, t1 - t0)),
         "SOURCE": _esc(f"{ep.episode_dir} — log: {_show(ep.log_dir, ep.episode_dir)}; "
                        f"bags: {', '.join(_show(b, ep.episode_dir) for b in ep.bags) or 'none'}"),
         "WARNINGS": f'<ul class="warnings">{warn}</ul>' if warn else "",
@@ -282,7 +233,80 @@ def render_html(ep: Episode) -> str:
         "ORPHANS": f'<p class="muted">turns without an event: {orphan_links}</p>'
                    if orphan_links else "",
     }
+    page = _asset("viewer.html")
     return re.sub(r"\{\{(\w+)\}\}", lambda m: subs.get(m.group(1), m.group(0)), page)
+
+
+def _turn_events(ep: Episode) -> dict[str, dict[str, Any]]:
+    """Each planner turn's (first) ``planner_turn`` event."""
+    turn_events: dict[str, dict[str, Any]] = {}
+    for e in ep.events:
+        if e.get("kind") == "planner_turn" and e.get("turn"):
+            turn_events.setdefault(str(e["turn"]), e)
+    return turn_events
+
+
+def _event_list(ep: Episode, t0: float) -> tuple[list[str], list[dict[str, Any]]]:
+    """The event list as HTML rows (rendered here, so it is in the page whatever JS does) and
+    as the page script's data."""
+    rows = []
+    data_events = []
+    for i, e in enumerate(ep.events):
+        kind = str(e.get("kind", ""))
+        cat = _category(e)
+        rest = {k: v for k, v in e.items() if not k.startswith("_")}
+        at = _rel(e.get("_ts"), t0)
+        rows.append(_event_row(i, e, kind, cat, rest, at))
+        data_events.append({"t": at, "kind": kind, "cat": cat,
+                            "decision": str(e.get("decision") or ""),
+                            "turn": str(e.get("turn", "")) if kind == "planner_turn" else "",
+                            "detail": rest})
+    return rows, data_events
+
+
+def _event_row(i: int, e: dict[str, Any], kind: str, cat: str, rest: dict[str, Any],
+               at: float | None) -> str:
+    text = describe_event(kind, {k: v for k, v in rest.items() if k not in ("t", "kind")})
+    when = "" if at is None else f"{at:8.2f}"
+    link = ""
+    if kind == "planner_turn" and e.get("turn"):
+        anchor = turn_anchor(str(e["turn"]))
+        link = (f' <a class="turn-link" href="#{anchor}" data-turn="{_esc(e["turn"])}">'
+                f"{_esc(e['turn'])}</a>")
+    by = f' <span class="by">{_esc(e["by"])}</span>' if e.get("by") else ""
+    src = ' <span class="src">bag</span>' if e.get("_src") == "bag" else ""
+    return (f'<li class="ev" id="ev-{i}" data-i="{i}" data-cat="{cat}" data-kind="{_esc(kind)}"'
+            f' data-t="{"" if at is None else at}" data-decision="{_esc(e.get("decision", ""))}"'
+            f'><span class="when">{when}</span> <span class="kind">{_esc(kind)}</span>{by}{src} '
+            f'<span class="text">{_esc(text)}</span>{link}</li>')
+
+
+def _camera_frames(ep: Episode, t0: float) -> tuple[list[dict[str, Any]], list[str]]:
+    """Each camera's frames (time, index into the frame images, overlays) and its size, and
+    the frame images as data URIs; the planner's view last."""
+    frame_images: list[str] = []
+    cameras = []
+    order = sorted(ep.frames, key=lambda t: t == names.AGENT_VIEW)
+    for topic in order:
+        frames = ep.frames[topic]
+        rows_f = []
+        for f in frames:
+            frame_images.append(_data_uri(f.jpeg))
+            rows_f.append([round(f.t - t0, 3), len(frame_images) - 1, f.overlays])
+        w = max((f.width for f in frames), default=0)
+        h = max((f.height for f in frames), default=0)
+        cameras.append({"topic": topic, "frames": rows_f, "size": [w, h]})
+    return cameras, frame_images
+
+
+def _summary(ep: Episode, data_events: list[dict[str, Any]], duration: float) -> str:
+    counts = {c: sum(1 for e in data_events if e["cat"] == c)
+              for c in ("agent", "operator", "monitor", "turn")}
+    return (f"{len(ep.events)} events ({counts['agent']} agent, "
+            f"{counts['operator']} operator, {counts['monitor']} monitor, "
+            f"{counts['turn']} planner turns); frames from {ep.frames_from}; "
+            f"{sum(len(f) for f in ep.frames.values())} frames on "
+            f"{len(ep.frames)} cameras; {_fmt_duration(duration)}")
 
 
 def _show(p: Path | None, base: Path) -> str:

@@ -351,7 +351,7 @@ def test_a_side_session_that_tries_to_start_or_stop_a_skill_is_refused():
     assert h.run_until(lambda: any(c.get("parallel") for c in h.planner.conversation), 0.5)
     refused = [e["tool"] for e in logged(h, "parallel_tool_refused")]
     assert refused == ["wait", "cancel_task", "stop_action", "update_plan", "set_timer"]
-    from solarian_agent.ui.link import describe_event
+    from solarian_agent.ui.event_lines import describe_event
 
     assert describe_event("parallel_tool_refused", logged(h, "parallel_tool_refused")[0]) \
         .startswith("side answer refused wait: it is read-only")

@@ -190,7 +190,7 @@ def test_a_failing_planner_model_is_retried_with_backoff_then_silent_and_says_wh
     import random
 
     from solarian_agent.core.planner_turns import backoff_delay
-    from solarian_agent.ui.link import describe_event
+    from solarian_agent.ui.event_lines import describe_event
 
     h = _failing_harness()
     h.say("tidy up")

@@ -22,7 +22,7 @@ import uuid
 from collections import defaultdict
 from typing import Any
 
-from solarian_agent.ros.interfaces import typestore
+from solarian_agent.rosmsg.interfaces import typestore
 
 
 class Future:
@@ -410,7 +410,7 @@ class ReentrantCallbackGroup:
 
 
 def _classes(kind: str, name: str, parts: tuple[str, ...]) -> Any:
-    from solarian_agent.ros.convert import rosbags_codec
+    from solarian_agent.rosmsg.codec import rosbags_codec
 
     codec = rosbags_codec(GRAPH.store)
 

@@ -14,7 +14,7 @@ from solarian_agent.ros import convert as cv
 from solarian_agent.ros.bag import bag_summary, read_bag
 from solarian_agent.ros.bag_mcap import SplitMcapWriter, topics_from_store
 from solarian_agent.ros.bag_repair import repair_bag
-from solarian_agent.ros.interfaces import typestore
+from solarian_agent.rosmsg.interfaces import typestore
 
 QOS = [{"history": "keep_last", "depth": 10, "reliability": "reliable",
         "durability": "volatile", "deadline": {"sec": 2147483647, "nsec": 4294967295},

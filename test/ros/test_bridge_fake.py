@@ -105,7 +105,8 @@ def _wait(pred, timeout=5.0):
 
 def _ros_goal_sent(g, h):
     """True once the planner side holds the ROS goal handle (so a cancel goes over ROS)."""
-    return _wait(lambda: (g.pb._client_goals.get(h.goal_id) or {}).get("ros") is not None)
+    return _wait(lambda: getattr(g.pb._sent_goals.goals.get(h.goal_id), "ros", None)
+                 is not None)
 
 
 def test_cancel_of_a_goal_the_core_ends_at_once_reaches_rclpy_first(bridge_mod):

@@ -13,7 +13,8 @@ from ui_helpers import ChatLink, Stepper, wait_for
 from solarian_agent.core.messages import AgentState
 from solarian_agent.models.scripted import reply
 from solarian_agent.testing.harness import Harness, make_harness
-from solarian_agent.ui.chat import ChatSession, _new_entries, main_chat
+from solarian_agent.ui.chat import ChatSession, _new_entries
+from solarian_agent.ui.chat_cli import main_chat
 
 
 class Typist:

@@ -18,7 +18,8 @@ from solarian_agent.core.messages import AgentEvent, AgentState, Image
 from solarian_agent.core.transport import Bus
 from solarian_agent.models.scripted import reply
 from solarian_agent.testing.harness import make_harness
-from solarian_agent.ui.link import BusLink, describe_event
+from solarian_agent.ui.event_lines import describe_event
+from solarian_agent.ui.link import BusLink
 from solarian_agent.ui.panel import Intake, PanelHub, serve_panel
 
 

@@ -12,7 +12,8 @@ from test_panel import FakeLink
 import solarian_agent
 from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.messages import AgentEvent, AgentState
-from solarian_agent.ui.link import INTERNAL_KINDS, describe_event, is_internal
+from solarian_agent.ui.event_lines import describe_event
+from solarian_agent.ui.link import INTERNAL_KINDS, is_internal
 from solarian_agent.ui.panel import PanelHub
 from solarian_agent.ui.panel_conversation import ConversationView
 

@@ -14,7 +14,7 @@ import pytest
 from ui_helpers import make_demo_episode
 
 from solarian_agent.core.episode_log import read_events
-from solarian_agent.ui.link import describe_event
+from solarian_agent.ui.event_lines import describe_event
 from solarian_agent.ui.viewer import find_log_dir, load_episode, main_view_episode, turn_anchor
 
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from ..models.base import ModelReply
 from .messages import JointState
+from .model_api import ModelReply
 from .monitor_frames import Shot, history_labels
 from .monitor_rules import QuestionSpec
 from .vision import MonitorImage, MonitorTickRequest, TickReply

@@ -41,7 +41,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..models.base import Message, ModelProvider, ToolDef
 from . import names
 from .attention import AttentionEpisode, SceneObserverPort
 from .clock import Clock
@@ -58,6 +57,7 @@ from .messages import (
     OperatorEvent,
     SkillResult,
 )
+from .model_api import Message, ModelProvider, ToolDef
 from .model_caller import InlineCaller, ModelCaller, ThreadCaller
 from .monitor_rules import WATCH_FOR_RULE, Rule, floor, parse_questions
 from .observations import ObservationStore, Overlay
@@ -158,7 +158,7 @@ class Planner:
         self.deferred: list[Event] = []
         # event handling: urgency routing, parallel answers, task progress, timers
         # rules only, or rules plus the router model agent.events.router names (built where
-        # the system is wired: solarian_agent.system.build_router)
+        # the system is wired: solarian_agent.models.wiring.build_router)
         self.router = router if router is not None else Router()
         self.timers = Timers(clock, config.events.max_timers)
         # a wake that holds the plan queue (see wake): no plan step starts until the next reply

@@ -11,13 +11,13 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..models.base import Message, ToolCall
 from . import images as im
 from . import names
 from .attention import AttentionEpisode, SceneObserverPort
 from .errors import ToolCallRejected
 from .executor import new_action_id
 from .messages import Image, SkillGoal
+from .model_api import Message, ToolCall
 from .planner_tools import PLANNER_TOOLS, SETTLE_S, ActionInfo, PendingStart, Turn, tool_msg
 from .routing import TASK_TOOLS
 from .text import one_line, planner_wrote, quote, quote_prefix

@@ -13,11 +13,11 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..models.base import Message, ModelError, ModelReply
 from . import names, planner_side
 from .attention import AttentionEpisode
 from .events import Event
 from .messages import MonitorVerdict, SkillFeedback
+from .model_api import Message, ModelError, ModelReply
 from .planner_tools import ACTIVE_STATUSES, STOP_WAIT_S, ActionInfo, PendingStart, tool_msg
 from .routing import (
     NewsItem,

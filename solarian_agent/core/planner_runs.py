@@ -10,11 +10,11 @@ import json
 import time
 from typing import TYPE_CHECKING
 
-from ..models.base import Message
 from . import names
 from .episode_log import EpisodeLog
 from .events import Event
 from .messages import Generation
+from .model_api import Message
 from .plan import PlanQueue
 from .text import OPERATOR, OPERATOR_CAP, TASK_PREFIX, operator_message, quote
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..models.base import Message, ModelReply, ModelRequest, TextPart, ToolCall, ToolDef
 from .attention import AttentionEpisode
 from .errors import ToolCallRejected
+from .model_api import Message, ModelReply, ModelRequest, TextPart, ToolCall, ToolDef
 from .planner_calls import observe_scene_msg
 from .planner_tools import PLANNER_TOOLS, tool_msg
 from .routing import PARALLEL_SYSTEM, TASK_TOOLS

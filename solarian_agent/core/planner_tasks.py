@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..models.base import ToolCall
 from .errors import ToolCallRejected
 from .messages import SkillFeedback
+from .model_api import ToolCall
 from .planner_tools import Turn, tool_msg
 from .routing import pct
 from .text import planner_wrote, quote

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..models.base import Message, ModelReply, ModelRequest, TextPart, ToolCall, ToolDef
+from .model_api import Message, ModelReply, ModelRequest, TextPart, ToolCall, ToolDef
 from .plan import PLAN_SCHEMA
 from .routing import TASK_INSTRUCTIONS, TASK_TOOLS, describe_async
 from .skill import ToolSpec

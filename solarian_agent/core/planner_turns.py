@@ -14,7 +14,11 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..models.base import (
+from .arm_status import derating_line
+from .attention import AttentionEpisode
+from .episode_log import EpisodeLog
+from .errors import ToolCallRejected
+from .model_api import (
     ImagePart,
     Message,
     ModelError,
@@ -23,10 +27,6 @@ from ..models.base import (
     TextPart,
     ToolCall,
 )
-from .arm_status import derating_line
-from .attention import AttentionEpisode
-from .episode_log import EpisodeLog
-from .errors import ToolCallRejected
 from .planner_tools import (
     FIRST_FRAME_WAIT_S,
     FRESH_FRAME_WAIT_S,

@@ -536,7 +536,7 @@ def build_planner_core(clock: Clock, cfg: AgentConfig, *, provider: Any = None,
     without one gets no target markers)."""
     from ..arm.kinematics import ArmModel
     from ..core.planner import InlineCaller, Planner, ThreadCaller
-    from ..perception.observe_scene import planner_vision
+    from ..models.wiring import planner_vision
     from ..skills.ports import ArmPort
     from ..system import OFFLINE_PLANNERS, build_planner_provider, build_router
 

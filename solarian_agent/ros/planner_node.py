@@ -19,7 +19,7 @@ from rclpy.node import Node
 
 from ..core import names
 from ..core.errors import ConfigError, TransportError
-from ..models.base import ModelConfigError
+from ..core.model_api import ModelConfigError
 from . import common, components, graph
 from .bridge import Bridge
 

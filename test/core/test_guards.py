@@ -18,10 +18,10 @@ from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.episode_log import read_events
 from solarian_agent.core.executor import SkillExecutor, TrackerResult
 from solarian_agent.core.messages import SkillGoal
+from solarian_agent.core.model_api import ModelRequest
 from solarian_agent.core.model_caller import ModelCaller
 from solarian_agent.core.skill import Skill, Tool, TrackerRequest
 from solarian_agent.core.transport import LATCHED, Bus, QoS
-from solarian_agent.models.base import ModelRequest
 from solarian_agent.models.scripted import reply
 from solarian_agent.testing.harness import make_harness, record_events
 

@@ -13,8 +13,9 @@ from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.config import load_agent_config
 from solarian_agent.core.errors import ConfigError
 from solarian_agent.core.messages import Image
+from solarian_agent.core.model_api import ModelConfigError, ModelError
 from solarian_agent.core.transport import Bus, QoS
-from solarian_agent.models.base import ModelConfigError, ModelError
+from solarian_agent.models.wiring import build_vision_backend, planner_vision
 from solarian_agent.perception.observe_scene import (
     MAX_DESCRIPTION_CHARS,
     MAX_FRAME_BYTES,
@@ -25,9 +26,7 @@ from solarian_agent.perception.observe_scene import (
     ObserveSceneRejected,
     SceneObserver,
     bound_description,
-    build_vision_backend,
     effective_vision,
-    planner_vision,
 )
 from solarian_agent.perception.vision import Description
 
@@ -313,7 +312,7 @@ def test_vision_is_none_by_default_and_needs_a_camera_and_a_text_model():
 
 
 def test_openai_vision_model_takes_precedence_and_the_key_stays_in_the_environment():
-    from solarian_agent.perception.observe_scene import build_vision_backend
+    from solarian_agent.models.wiring import build_vision_backend
 
     c = cfg(cameras=["wrist"])
     env = {"OPENAI_API_KEY": "sk-test-0123456789", "OPENAI_VISION_MODEL": "eyes",
@@ -742,7 +741,7 @@ def test_planner_vision_builds_the_backend_from_the_configuration(monkeypatch: A
 
 
 def test_planner_vision_builds_no_backend_when_vision_is_none(monkeypatch: Any) -> None:
-    import solarian_agent.perception.observe_scene as mod
+    import solarian_agent.models.wiring as mod
 
     built: list[tuple[Any, ...]] = []
     real = mod.build_vision_backend

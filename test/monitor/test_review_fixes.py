@@ -90,7 +90,7 @@ def test_a_failed_interpretation_does_not_keep_the_frame_alive_in_the_error():
     import pytest
 
     from solarian_agent.core.clock import FakeClock
-    from solarian_agent.models.base import ModelError
+    from solarian_agent.core.model_api import ModelError
     from solarian_agent.perception.observe_scene import (
         CameraFrame,
         ObserveSceneRejected,

@@ -22,9 +22,9 @@ from .cli_common import CliParser, number_arg
 from .core import names
 from .core.errors import ConfigError, CoreError
 from .core.messages import AgentEvent
+from .core.model_api import ModelConfigError
 from .core.text import for_terminal
 from .core.transport import QoS
-from .models.base import ModelConfigError
 from .models.task_reading import TaskReading, label, read_task
 from .sim.backend import DEFAULT_BACKEND, SIM_BACKENDS
 
@@ -170,7 +170,7 @@ def main(argv: Sequence[str] = ()) -> int:
                          qos=QoS(depth=500))
     bag = None
     if a.record:
-        from .ros.bag import BagRecorder
+        from .rosmsg.bag import BagRecorder
 
         # the run's episode is opened now (the run then logs in it) so its bag lies beside its
         # logs, where the episode viewer looks: <session>/episodes/<episode>/rosbag

@@ -262,7 +262,7 @@ def record_episode(seed: int, faults: float, timeout_s: float = 400.0, fmt: str 
     from .core import names
     from .core.messages import AgentEvent
     from .core.transport import QoS
-    from .perception.vision import build_monitor_backend
+    from .models.wiring import build_monitor_backend
     from .sim.faults import FaultConfig
     from .system import build_sim_system, load_config
 

@@ -19,17 +19,15 @@ from .core.config import AgentConfig, load_agent_config, read_yaml
 from .core.episode_log import Recorder, register_secret, session_name
 from .core.errors import ConfigError
 from .core.executor import SkillExecutor
+from .core.model_api import ModelConfigError, ModelProvider
 from .core.monitor import MonitorEngine
 from .core.planner import InlineCaller, ModelCaller, Planner, ThreadCaller
-from .core.routing import Router
 from .core.runtime import Runtime
 from .core.skill import Tool
 from .core.transport import Bus
 from .core.vision import VisionBackend
-from .models.base import ModelConfigError, ModelProvider
-from .perception.observe_scene import planner_vision
+from .models.wiring import build_monitor_backend, build_router, planner_vision
 from .perception.tracker import ColorTrackers
-from .perception.vision import build_monitor_backend
 from .sim.backend import DEFAULT_BACKEND, SimWorld, build_backend, point_heights
 from .sim.component import SimRates, SimWorldComponent
 from .sim.faults import FaultConfig
@@ -142,19 +140,6 @@ def build_planner_provider(cfg: AgentConfig, name: str | None = None) -> ModelPr
         raise ModelConfigError(f"planner provider {provider!r} needs the model SDKs: {e}") from e
     pcfg = replace(cfg.planner, provider=provider)
     return build_provider(pcfg, purpose="planner")
-
-
-def build_router(events: Any) -> Router:
-    """The planner's event router from ``agent.events``: rules only, or rules plus the
-    configured router model (built through the model factory; needs the provider's key in the
-    environment)."""
-    endpoint = getattr(events, "router", None)
-    if endpoint is None:
-        return Router()
-    from .models.factory import build_provider
-
-    return Router(model=build_provider(endpoint, purpose="router"),
-                  timeout_s=float(endpoint.timeout_s), max_tokens=min(endpoint.max_tokens, 400))
 
 
 def build_monitor(*, bus: Bus, clock: Clock, config: AgentConfig,

@@ -1,6 +1,6 @@
 """The core depends on interfaces only: no module in solarian_agent/core/ imports perception, a
-model provider implementation (anything in models/ but models.base), the simulator, skills,
-hardware drivers, the UI or the ROS layer.  Implementations are wired in system.py and the ROS
+model provider (the provider interface is core/model_api.py), the simulator, skills, hardware
+drivers, the UI or the ROS layer.  Implementations are wired in system.py and the ROS
 components."""
 
 import ast
@@ -9,7 +9,7 @@ from pathlib import Path
 import solarian_agent
 
 CORE = Path(solarian_agent.__file__).parent / "core"
-ALLOWED_OUTSIDE = {"solarian_agent.models.base"}
+ALLOWED_OUTSIDE: set[str] = set()
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:

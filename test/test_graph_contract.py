@@ -2,7 +2,7 @@
 
 * The launch files are executed against stand-in ``launch`` / ``launch_ros`` modules that record
   the Nodes and processes they start; each node's endpoints come from the spec its shell
-  declares (solarian_agent.ros.graph).  In every launch (and with a namespace): every
+  declares (solarian_agent.rosmsg.graph).  In every launch (and with a namespace): every
   subscription has a publisher of the same type with compatible QoS, every service / action
   client has exactly one server of the same type.
 * Each node's core component, built as the node builds it (solarian_agent.ros.components), has

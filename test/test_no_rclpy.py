@@ -10,9 +10,9 @@ from pathlib import Path
 import solarian_agent
 
 ROS_ONLY = ("solarian_agent.ros.",)
-ROS_FREE_IN_ROS = {"solarian_agent.ros", "solarian_agent.ros.bag", "solarian_agent.ros.convert",
+ROS_FREE_IN_ROS = {"solarian_agent.ros", "solarian_agent.rosmsg.bag", "solarian_agent.ros.convert",
                    "solarian_agent.ros.codec",
-                   "solarian_agent.ros.interfaces", "solarian_agent.ros.graph",
+                   "solarian_agent.rosmsg.graph",
                    "solarian_agent.ros.components", "solarian_agent.ros.launch_plan",
                    "solarian_agent.ros.ros_types", "solarian_agent.ros.liveness",
                    "solarian_agent.ros.processes", "solarian_agent.ros.launcher",

@@ -45,6 +45,14 @@ ARM_JOINTS: tuple[str, ...] = (
 )
 GRIPPER_JOINT = "gripper"
 JOINT_NAMES: tuple[str, ...] = (*ARM_JOINTS, GRIPPER_JOINT)
+# the folded rest pose: upper arm back at its limit, forearm folded over it, the wrist curled up
+# so the jaws point up and back: every link stays within 9 cm of the base in x and 12 cm above
+# the table, out of the overhead camera's view of where objects stand (>= 14 cm from the base);
+# the tool point ~(0.08, 0, 0.30) m; jaws at 0 rad (15.8 mm apart)
+# (the simulator starts here and verify_state reports whether the arm is back: one pose, kept
+# with the arm so the skills never import the simulator)
+HOME: tuple[float, ...] = (0.0, -1.74, 1.69, -1.6, 0.0, 0.0)
+HOME_TOLERANCE = 0.05  # rad, per arm joint
 TIP_FRAME = "gripper_frame_link"
 # the jaw tips reach this far past the tool point along the approach axis (the tool point is
 # 98.1 mm down gripper_link, the tips 104.1 mm): the lowest point of a gripper pointing down

@@ -59,7 +59,7 @@ def unavailable(sim: str, why: str) -> dict[str, Any]:
 def run_backend(sim: str, seeds: Sequence[int], faults: FaultConfig,
                 style_for: Any = None) -> list[dict[str, Any]]:
     """Harness episodes over ``sim``; ``style_for(seed)`` gives each episode's look."""
-    from .tidy import harness_episode
+    from .episodes import harness_episode
 
     return [harness_episode(s, faults, sim_backend=sim,
                             style=style_for(s) if style_for is not None else None)

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..models.base import ImagePart, ModelReply, ModelRequest, TextPart, ToolCall
+from ..core.model_api import ImagePart, ModelReply, ModelRequest, TextPart, ToolCall
 
 CHARS_PER_TOKEN = 4.0
 TASK = "put the red cup on the tray"

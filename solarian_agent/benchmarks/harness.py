@@ -11,11 +11,11 @@ from typing import Any
 from ..core import names
 from ..core.clock import SystemClock
 from ..core.messages import MonitorVerdict, OperatorEvent
+from ..core.model_api import ModelReply, ModelRequest
 from ..core.planner import ThreadCaller
 from ..core.runtime import Runtime
 from ..core.skill import Tool
 from ..core.transport import QoS
-from ..models.base import ModelReply, ModelRequest
 from ..models.scripted import reply
 from ..testing.harness import MoveJoint, PointAt, Wait, make_harness
 

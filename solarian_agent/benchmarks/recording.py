@@ -41,7 +41,7 @@ def _camera_bytes(bag: Path) -> tuple[int, float]:
 
 
 def _record(workdir: Path, seed: int) -> dict[str, Any]:
-    from ..ros.bag import BagRecorder
+    from ..rosmsg.bag import BagRecorder
     from ..system import build_sim_system
 
     system = build_sim_system(seed=seed)
@@ -84,9 +84,9 @@ def _encode(frames: int = 30) -> tuple[float, float]:
 
     from ..arm.kinematics import ArmModel
     from ..core.messages import Image
-    from ..ros import convert as cv
-    from ..ros.bag import compress_image
-    from ..ros.interfaces import typestore
+    from ..rosmsg import convert as cv
+    from ..rosmsg.bag import compress_image
+    from ..rosmsg.interfaces import typestore
     from ..sim.render import Renderer
     from ..sim.world import World
 

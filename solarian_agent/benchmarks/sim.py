@@ -8,9 +8,14 @@ from typing import Any
 
 
 def run(quick: bool = False, sims: Sequence[str] = ("2d",)) -> list[dict[str, Any]]:
-    from solarian_agent.sim.benchmark import run as run_2d
+    from solarian_agent.sim.benchmark import measure
 
-    rows = run_2d(quick) if "2d" in sims else []
+    from . import one_cv_thread
+
+    rows: list[dict[str, Any]] = []
+    if "2d" in sims:
+        with one_cv_thread():
+            rows = measure(quick)
     if "mujoco" in sims:
         from .backends import speed_rows
 

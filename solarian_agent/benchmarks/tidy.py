@@ -35,8 +35,8 @@ from ..sim.ideal import IdealController
 from ..sim.render import Renderer, VisualStyle
 from ..sim.strategies import TidyTools
 from ..sim.world import World
+from .episodes import FAULTS, TASK, product_episode
 
-FAULTS = FaultConfig(grasp_fail_p=0.3, slip_p=0.15)
 SEED_BASE = 70_000  # benchmark seeds: no test uses seeds from here on
 SHIFT_SEED_BASE = 80_000
 STRATEGIES: tuple[tuple[str, str], ...] = (
@@ -56,8 +56,6 @@ REGIMES: dict[str, dict[str, bool]] = {
 FULL: dict[str, int] = {"seeds": 200, "shift_seeds": 10, "harness_seeds": 5,
                         "shift_seeds_3d": 3}
 QUICK: dict[str, int] = {"seeds": 4, "shift_seeds": 2, "harness_seeds": 1, "shift_seeds_3d": 1}
-TASK = "put the red cup on the tray and the yellow paper in the bin, then check the table"
-SKILL_TOOLS = ("pick_object", "place_at")
 
 
 def _pct(k: int, n: int) -> float:
@@ -92,89 +90,6 @@ class Progress:
                        if self.failed else ""))
             end = "\r" if self.tty and self.done < self.total else "\n"
             print(line, end=end, file=self.out, flush=True)
-
-
-# the product ------------------------------------------------------------------------------
-def product_episode(seed: int, strategy: str = "step_verified",
-                    faults: FaultConfig | None = FAULTS, *, task: str = TASK,
-                    sim_backend: str = "2d", style: Any = None, with_monitor: bool = True,
-                    timeout_s: float = 600.0, forced: Sequence[Mapping[str, Any]] = (),
-                    pick: str = "scripted") -> dict[str, Any]:
-    """One run of ``solarian-agent demo``'s system with the ``rules`` planner's ``strategy``:
-    the planner's claim, the goal judged by a fresh verify_state and by the truth, planner
-    turns, tool calls (with a breakdown), recoveries, wall and simulated seconds, and
-    ``first_look`` (the first overhead frame and the layout, for perception scores).
-    ``forced`` fault requests (:meth:`~solarian_agent.sim.faults.FaultInjector.inject`, e.g.
-    ``{"kind": "grasp_fail"}``) apply from the start."""
-    from ..core import names
-    from ..core.transport import QoS
-    from ..models.rules_planner import RulesPlanner
-    from ..models.task_reading import read_task
-    from ..system import build_sim_system
-    from ..task_check import final_check, judge
-
-    t0 = time.perf_counter()
-    system = build_sim_system(seed=seed, faults=faults, planner=RulesPlanner(strategy=strategy),
-                              with_monitor=with_monitor, sim_backend=sim_backend, style=style,
-                              pick=pick)
-    for req in forced:
-        system.world.faults.inject(req, system.world.t, tuple(system.world.objects))
-    frame = system.cameras.frame("overhead")
-    start = system.world.truth()
-    events: list[Any] = []
-    system.bus.subscribe(names.AGENT_EVENTS, names.T_AGENT_EVENT, callback=events.append,
-                         qos=QoS(depth=5000))
-    skill_events: list[Any] = []
-    system.bus.subscribe(names.SKILL_EVENTS, names.T_AGENT_EVENT, callback=skill_events.append,
-                         qos=QoS(depth=5000))
-    planner = system.planner
-    try:
-        planner.message(task)
-        system.run_until(lambda: planner.status not in ("idle", "running", "paused"),
-                         timeout_s)
-        status = planner.status
-        check = final_check(system)
-        end = system.world.truth()
-    finally:
-        system.shutdown()
-    reading = read_task(task)
-    verdict = judge(reading, start, end, check)
-    calls: dict[str, int] = {}
-    for e in events:
-        tool = e.data.get("tool") if e.kind == "action_started" else (
-            "observe" if e.kind == "observe" else None)
-        if tool:
-            calls[str(tool)] = calls.get(str(tool), 0) + 1
-    goals = len(reading.goals)
-    recoveries = sum(max(0, calls.get(t, 0) - goals) for t in SKILL_TOOLS)
-    claimed = status == "succeeded"
-    return {"seed": seed, "strategy": strategy, "status": status, "claimed": claimed,
-            "verified": verdict.verified, "truth": verdict.truth,
-            "succeeded": claimed,  # the planner's word (backends.py reads these three)
-            "success": claimed and verdict.verified and verdict.truth,
-            "summary": planner.summary, "tool_calls": sum(calls.values()), "calls": calls,
-            "recoveries": recoveries, "turns": planner.turns,
-            "wall_s": time.perf_counter() - t0, "sim_s": float(end["t"]),
-            "faults": dict(end["faults"]["counts"]),
-            "picks": pick_endings(skill_events),
-            "first_look": (frame.data if frame is not None else None, start)}
-
-
-def pick_endings(skill_events: Sequence[Any]) -> list[tuple[str, float]]:
-    """How each pick_object ended, with its seconds: ``monitor finish`` (a monitor rule
-    concluded it, succeeded), ``monitor fail``, ``succeeded`` (ended by itself), ``timeout``,
-    ``failed``, ``stopped`` or ``refused``."""
-    out = []
-    for e in skill_events:
-        if e.kind != "skill_ended" or e.data.get("skill") != "pick_object":
-            continue
-        outcome = str(e.data.get("outcome", ""))
-        by_monitor = str(e.data.get("reason", "")).startswith(("monitor:", "controller check:"))
-        how = {"timed_out": "timeout"}.get(outcome, outcome)
-        if by_monitor and outcome in ("succeeded", "failed"):
-            how = "monitor finish" if outcome == "succeeded" else "monitor fail"
-        out.append((how, float(e.data.get("duration_s", 0.0))))
-    return out
 
 
 def pick_rows(runs_by_pick: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
@@ -223,14 +138,6 @@ def run_picks(seeds: Sequence[int], faults: FaultConfig | None = None
             prog.step(r["success"], str(seed))
         out[pick] = runs
     return out
-
-
-def harness_episode(seed: int, faults: FaultConfig = FAULTS, timeout_s: float = 300.0,
-                    sim_backend: str = "2d", style: Any = None) -> dict[str, Any]:
-    """The step-verified product over ``sim_backend`` without the monitor (the backends'
-    side-by-side rows)."""
-    return product_episode(seed, "step_verified", faults, sim_backend=sim_backend,
-                           style=style, with_monitor=False, timeout_s=timeout_s)
 
 
 def _episode_task(task: tuple[str, int, FaultConfig, Mapping[str, bool] | None, bool]
@@ -450,5 +357,5 @@ def _run(quick: bool, jobs: int = 1) -> list[dict[str, Any]]:
 
 
 __all__ = ["FAULTS", "REGIMES", "SEED_BASE", "STRATEGIES", "Progress", "domain_shift",
-           "harness_episode", "ideal_runs", "pick_endings", "pick_rows", "product_episode",
-           "run", "run_episodes", "run_picks", "run_strategy", "strategy_rows"]
+           "ideal_runs", "pick_rows", "product_episode", "run", "run_episodes", "run_picks",
+           "run_strategy", "strategy_rows"]

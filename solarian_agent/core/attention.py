@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..models.base import ToolDef
 from .errors import ToolCallRejected
+from .model_api import ToolDef
 from .text import quote
 
 MAX_ACQUISITIONS = 2

@@ -4,7 +4,7 @@ from their tick, so the control path never waits on a model.
 
 A call's future is a :class:`CallFuture`: ``cancel()`` also stops a call already running at
 its next step (no further attempt, no wait for a retry; see
-:func:`..models.base.cancel_scope`).  ``shutdown`` cancels every call and never waits for
+:func:`.model_api.cancel_scope`).  ``shutdown`` cancels every call and never waits for
 one: the workers are daemon threads, so a request still in flight cannot hold the process
 past its end."""
 
@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..models.base import cancel_scope
+from .model_api import cancel_scope
 
 R = TypeVar("R")
 

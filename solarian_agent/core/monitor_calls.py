@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ..models.base import ModelReply
+from .model_api import ModelReply
 from .model_caller import ModelCaller
 from .monitor_log import MonitorLog
 from .monitor_watch import WatchedAction

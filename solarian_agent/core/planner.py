@@ -52,7 +52,6 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from ..models.base import Message, ModelProvider, ToolDef
 from . import names
 from .attention import SceneObserverPort
 from .clock import Clock
@@ -60,6 +59,7 @@ from .config import AgentConfig
 from .episode_log import EpisodeLog, Recorder
 from .events import EventQueue
 from .messages import JointState
+from .model_api import Message, ModelProvider, ToolDef
 from .model_caller import InlineCaller, ModelCaller, ThreadCaller
 from .observations import ObservationStore, Overlay
 from .planner_calls import ToolCalls

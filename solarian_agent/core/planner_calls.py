@@ -11,13 +11,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..models.base import Message, ToolCall
 from . import images as im
 from .attention import AttentionEpisode, SceneObserverPort
 from .clock import Clock
 from .config import AgentConfig
 from .errors import ToolCallRejected
 from .messages import Image
+from .model_api import Message, ToolCall
 from .observations import ObservationStore
 from .planner_goals import GoalSender
 from .planner_journal import Journal, StatePublisher

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import time
 
-from ..models.base import ModelError, ModelReply
 from .clock import Clock
 from .config import AgentConfig
 from .events import Event
 from .messages import MonitorVerdict, SkillFeedback
+from .model_api import ModelError, ModelReply
 from .planner_calls import ToolCalls
 from .planner_events import EventHandlers
 from .planner_goals import GoalSender

@@ -11,13 +11,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..models.base import Message
 from . import names
 from .clock import Clock
 from .config import AgentConfig
 from .episode_log import EpisodeLog, Recorder
 from .events import Event
 from .messages import Generation
+from .model_api import Message
 from .planner_journal import Journal, StatePublisher
 from .planner_state import (
     ActionBook,

@@ -16,12 +16,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..models.base import Message, ModelReply, ModelRequest, TextPart, ToolCall, ToolDef
 from .attention import AttentionEpisode
 from .clock import Clock
 from .config import AgentConfig
 from .errors import ToolCallRejected
 from .events import Event
+from .model_api import Message, ModelReply, ModelRequest, TextPart, ToolCall, ToolDef
 from .planner_calls import observe_scene_msg
 from .planner_journal import Journal
 from .planner_state import ActionBook, RunState, Transcript

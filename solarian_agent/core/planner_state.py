@@ -21,11 +21,11 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
-from ..models.base import Message
 from .attention import AttentionEpisode
 from .clock import Clock
 from .events import Event
 from .messages import MonitorVerdict
+from .model_api import Message
 from .observations import MotionTracker
 from .plan import NextStep, PlanQueue, PlanStep
 from .planner_tools import ACTIVE_STATUSES, SETTLE_S, ActionInfo, Turn

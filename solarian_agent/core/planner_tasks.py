@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..models.base import ToolCall
 from .clock import Clock
 from .errors import ToolCallRejected
 from .messages import SkillFeedback
+from .model_api import ToolCall
 from .planner_goals import GoalSender
 from .planner_journal import Journal
 from .planner_state import ActionBook

@@ -12,7 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..models.base import (
+from . import names
+from .attention import SceneObserverPort
+from .errors import ConfigError
+from .messages import MonitorVerdict
+from .model_api import (
     Message,
     ModelProvider,
     ModelReply,
@@ -21,10 +25,6 @@ from ..models.base import (
     ToolCall,
     ToolDef,
 )
-from . import names
-from .attention import SceneObserverPort
-from .errors import ConfigError
-from .messages import MonitorVerdict
 from .model_caller import ModelCaller
 from .monitor_rules import WATCH_FOR_RULE, Rule, floor, parse_questions
 from .plan import PLAN_SCHEMA

@@ -15,7 +15,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..models.base import (
+from .arm_status import derating_line
+from .attention import AttentionEpisode
+from .clock import Clock
+from .config import AgentConfig
+from .episode_log import EpisodeLog
+from .errors import ToolCallRejected
+from .messages import Image, JointState
+from .model_api import (
     ImagePart,
     Message,
     ModelError,
@@ -24,13 +31,6 @@ from ..models.base import (
     TextPart,
     ToolCall,
 )
-from .arm_status import derating_line
-from .attention import AttentionEpisode
-from .clock import Clock
-from .config import AgentConfig
-from .episode_log import EpisodeLog
-from .errors import ToolCallRejected
-from .messages import Image, JointState
 from .observations import MotionTracker
 from .planner_calls import ToolCalls
 from .planner_journal import Journal, StatePublisher

@@ -36,8 +36,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..models.base import Message, ModelError, ModelReply, ModelRequest, ToolDef
 from .events import URGENCIES, Event
+from .model_api import Message, ModelError, ModelReply, ModelRequest, ToolDef
 from .text import OPERATOR, OPERATOR_CAP, OPERATOR_PREFIX, one_line, quote
 from .utterance import Reading, descriptor, matching_actions, read_message
 

@@ -22,7 +22,7 @@ import dataclasses
 import re
 from typing import IO, TypeVar
 
-from ..models.base import ModelReply, ToolCall
+from .model_api import ModelReply, ToolCall
 
 OPEN, CLOSE = "\u27e6", "\u27e7"  # ⟦ ⟧
 OPERATOR = "operator"

@@ -34,11 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from ..models.base import ImagePart, ModelError, TextPart, ToolDef
 from . import images as im
 from .clock import Clock
 from .errors import ToolCallRejected
 from .messages import Image
+from .model_api import ImagePart, ModelError, TextPart, ToolDef
 from .observations import Observation, ObservationStore, Overlay
 from .text import one_line, planner_wrote, quote, quote_prefix
 from .vision import FrameForVision, VisionBackend

@@ -10,7 +10,7 @@ Two jobs share one interface:
 * :meth:`VisionBackend.describe` describes one frame for a reader that sees no image
   (``observe_scene``, and views for a planner that reads no images, which is sent none).
 
-A failed call raises :class:`~solarian_agent.models.base.ModelError`; the monitor then answers
+A failed call raises :class:`~solarian_agent.core.model_api.ModelError`; the monitor then answers
 nothing for that tick.  The model-backed implementation is
 :class:`solarian_agent.perception.vision.ModelVisionBackend`, the offline classical-CV one
 :class:`solarian_agent.perception.cv_monitor.CvVisionBackend`.
@@ -24,7 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..models.base import Usage
+from .model_api import Usage
 
 QUESTION_TYPES = ("predicate", "choice")
 

@@ -37,7 +37,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from .base import (
+from ..core.model_api import (
     ImagePart,
     Message,
     ModelError,

@@ -43,8 +43,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.model_api import (
+    ImagePart,
+    Message,
+    ModelError,
+    ModelReply,
+    ModelRequest,
+    TextPart,
+    Usage,
+)
 from ..core.scrubbing import scrub
-from .base import ImagePart, Message, ModelError, ModelReply, ModelRequest, TextPart, Usage
 from .retry import RetryPolicy, TransientModelError, call_with_retries, parse_retry_after
 
 log = logging.getLogger(__name__)

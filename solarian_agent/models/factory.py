@@ -1,7 +1,7 @@
 """Build a model provider from its configuration.
 
 :func:`build_provider` turns a :class:`~solarian_agent.core.config.ModelEndpointConfig` (or a
-``MonitorConfig``) into a :class:`~solarian_agent.models.base.ModelProvider` that talks to a
+``MonitorConfig``) into a :class:`~solarian_agent.core.model_api.ModelProvider` that talks to a
 model service over HTTP:
 
 ============================  ===========================================  ==================
@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..core.config import ModelEndpointConfig
-from .base import ModelConfigError, ModelProvider
+from ..core.model_api import ModelConfigError, ModelProvider
 from .common import PURPOSES, scrub
 
 log = logging.getLogger(__name__)

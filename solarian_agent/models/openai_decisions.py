@@ -38,7 +38,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import Message, ModelError, ModelReply, ModelRequest
+from ..core.model_api import Message, ModelError, ModelReply, ModelRequest
 from .common import OpenAIProvider, dig, openai_usage, to_plain
 
 BREAKPOINT: dict[str, str] = {"mode": "explicit"}

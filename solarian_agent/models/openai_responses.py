@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .base import ImagePart, Message, ModelError, ModelReply, ModelRequest, ToolCall
+from ..core.model_api import ImagePart, Message, ModelError, ModelReply, ModelRequest, ToolCall
 from .common import (
     OpenAIProvider,
     dig,

@@ -1,7 +1,7 @@
 """Bounded retries with exponential backoff and jitter, shared by every HTTP model provider.
 
 Only this layer retries: the SDK clients are built with ``max_retries=0``.  A call is retried
-when its :class:`~solarian_agent.models.base.ModelError` is ``retryable`` (rate limited, a 5xx,
+when its :class:`~solarian_agent.core.model_api.ModelError` is ``retryable`` (rate limited, a 5xx,
 a timeout, a dropped connection), at most ``RetryPolicy.max_retries`` times, sleeping through
 an injectable ``sleep`` so tests never really wait.  A server's ``retry-after`` /
 ``retry-after-ms`` hint replaces the computed delay; a hint longer than
@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .base import ModelError, current_cancel
+from ..core.model_api import ModelError, current_cancel
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

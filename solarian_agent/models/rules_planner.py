@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .base import ModelConfigError, ModelReply, ModelRequest, TextPart, ToolCall, Usage
+from ..core.model_api import ModelConfigError, ModelReply, ModelRequest, TextPart, ToolCall, Usage
 from .rules_predict import OutcomeModel
 from .rules_state import RELEASE_MM, RequestState
 from .task_reading import TaskReading, label, read_task

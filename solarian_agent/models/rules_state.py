@@ -25,10 +25,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.model_api import ImagePart, Message, ModelRequest
 from ..core.text import OPERATOR, TASK_PREFIX, find_quotes
 from ..perception import images as im
 from ..perception import scene
-from .base import ImagePart, Message, ModelRequest
 
 # jaws at least this far apart (mm, the opening between the jaws at the tool point) hold
 # nothing: the gripper is open; closer than the other they closed on nothing, past the

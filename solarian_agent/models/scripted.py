@@ -10,7 +10,7 @@ import itertools
 import threading
 from collections.abc import Callable, Iterable
 
-from .base import ModelError, ModelReply, ModelRequest, RecordedCall, ToolCall, Usage
+from ..core.model_api import ModelError, ModelReply, ModelRequest, RecordedCall, ToolCall, Usage
 
 ScriptEntry = ModelReply | ModelError | Callable[[ModelRequest], "ModelReply | ModelError"]
 

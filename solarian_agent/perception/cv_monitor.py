@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from ..models.base import ModelError
+from ..core.model_api import ModelError
 from .vision import (
     Description,
     FrameForVision,

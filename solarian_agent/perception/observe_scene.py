@@ -52,13 +52,13 @@ from ..core.attention import (
     VisualPerceptionResult,
 )
 from ..core.clock import Clock
-from ..core.config import AgentConfig, ModelEndpointConfig
+from ..core.config import AgentConfig
 from ..core.errors import ConfigError
 from ..core.messages import Image
+from ..core.model_api import ModelError, ToolDef
 from ..core.transport import Bus, QoS, Subscription
-from ..models.base import ModelError, ToolDef
 from . import images as im
-from .vision import FrameForVision, ModelVisionBackend, VisionBackend
+from .vision import FrameForVision, VisionBackend
 
 MAX_FOCUS_CHARS = 300
 MAX_DESCRIPTION_CHARS = 2000
@@ -150,40 +150,6 @@ def effective_vision(cfg: AgentConfig, override: str | None = None) -> tuple[str
         raise ConfigError("agent.planner", f"vision {vision!r} needs a text cognition "
                                            "backend: configure the planner's provider and model")
     return vision, camera
-
-
-def build_vision_backend(vision: str, cfg: AgentConfig | None = None,
-                         env: Mapping[str, str] | None = None) -> VisionBackend | None:
-    """The backend for ``vision`` (``none`` → None).  HTTP backends are built with purpose
-    ``vision`` (no retries); the key stays in the environment."""
-    import os
-
-    from ..models.factory import build_provider
-
-    if vision == "none":
-        return None
-    if vision == "cv":
-        from .cv_monitor import CvVisionBackend
-
-        return CvVisionBackend()
-    if vision == "scripted":
-        raise ConfigError("agent.runtime.vision", "the scripted vision backend is built by "
-                                                  "tests, not from configuration")
-    environ = os.environ if env is None else env
-    provider = {"openai-responses": "openai_responses"}.get(vision, vision)
-    # None would read the same: it is only tested with ``not model`` or replaced, and
-    # build_provider reads ``cfg.model or ""`` (the same "needs a model name" refusal)
-    model = ""
-    if provider.startswith("openai"):
-        model = environ.get("OPENAI_VISION_MODEL") or environ.get("OPENAI_MODEL") or ""
-    if not model and cfg is not None and cfg.monitor is not None:
-        model = cfg.monitor.model
-    if not model and cfg is not None:
-        model = cfg.planner.model
-    endpoint = ModelEndpointConfig(provider=provider, model=model,
-                                   base_url=(cfg.planner.base_url if cfg and
-                                             cfg.planner.provider == provider else None))
-    return ModelVisionBackend(build_provider(endpoint, purpose="vision", env=environ))
 
 
 # -------------------------------------------------------------------------------------------
@@ -406,25 +372,9 @@ class SceneObserver:
                 pass
 
 
-def planner_vision(bus: Bus, clock: Clock, cfg: AgentConfig, *, vision: str | None = None,
-                   backend: VisionBackend | None = None
-                   ) -> tuple[VisionBackend | None, SceneObserver | None]:
-    """The planner's vision parts, wired where the system is built: the backend (``backend``,
-    else the one ``runtime.vision`` / ``vision`` names) and, when a vision is configured, the
-    ``observe_scene`` observer on its camera.  A non-none vision needs a camera and a planner:
-    :class:`ConfigError` at start-up otherwise (:func:`effective_vision`)."""
-    name, camera = effective_vision(cfg, vision)
-    if backend is None and name != "none":
-        backend = build_vision_backend(name, cfg)
-    observer = None
-    if backend is not None and camera:
-        observer = SceneObserver.on_bus(bus, clock, backend, camera)
-    return backend, observer
-
-
 __all__ = [
     "ACQUISITIONS", "AttentionEpisode", "BusCamera", "CameraFrame", "MAX_ACQUISITIONS",
     "MAX_DESCRIPTION_CHARS", "MAX_FOCUS_CHARS", "MAX_FRAME_BYTES", "ObserveSceneRejected",
-    "SceneObserver", "TOOL_DEF", "VisualPerceptionResult", "build_vision_backend",
-    "effective_vision", "normalize_focus", "planner_vision",
+    "SceneObserver", "TOOL_DEF", "VisualPerceptionResult", "effective_vision",
+    "normalize_focus",
 ]

@@ -3,13 +3,14 @@ provider.  The interface it implements (:class:`~solarian_agent.core.vision.Visi
 the question / answer types live in :mod:`solarian_agent.core.vision`, which the core depends
 on; they are re-exported here.
 
-:class:`ModelVisionBackend` does both over any :class:`~solarian_agent.models.base.ModelProvider`:
-the request carries ``response_schema`` (a strict JSON Schema, so ``openai_responses`` /
+:class:`ModelVisionBackend` does both over any
+:class:`~solarian_agent.core.model_api.ModelProvider`: the request carries ``response_schema``
+(a strict JSON Schema, so ``openai_responses`` /
 ``openai_decisions`` return typed answers natively) and the same schema is spelled out in the
 prompt, so a provider that ignores ``response_schema`` (a chat-completions server) is asked for
 the same JSON in words.  The offline classical-CV backend lives in :mod:`.cv_monitor`.
 
-A failed call raises :class:`~solarian_agent.models.base.ModelError`; the monitor then answers
+A failed call raises :class:`~solarian_agent.core.model_api.ModelError`; the monitor then answers
 nothing for that tick.  Nothing here retries.
 """
 
@@ -21,8 +22,15 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core.config import MonitorConfig
-from ..core.errors import ConfigError
+from ..core.model_api import (
+    ImagePart,
+    Message,
+    ModelError,
+    ModelProvider,
+    ModelReply,
+    ModelRequest,
+    TextPart,
+)
 from ..core.text import clean_reply, planner_wrote
 from ..core.vision import (
     QUESTION_TYPES,
@@ -36,15 +44,6 @@ from ..core.vision import (
     VisionBackend,
     predicate_answer,
     question_from_dict,
-)
-from ..models.base import (
-    ImagePart,
-    Message,
-    ModelError,
-    ModelProvider,
-    ModelReply,
-    ModelRequest,
-    TextPart,
 )
 
 MONITOR_SYSTEM = """\
@@ -257,26 +256,9 @@ class ModelVisionBackend:
                            reply.model or self.model)
 
 
-def build_monitor_backend(config: MonitorConfig) -> VisionBackend:
-    """The vision backend ``monitor.provider`` names: ``cv`` (offline), or an HTTP provider
-    (typed answers over :class:`ModelVisionBackend`).  ``scripted`` is built by tests.  Raises
-    ConfigError / ModelConfigError."""
-    if config.provider == "cv":
-        from .cv_monitor import CvVisionBackend
-
-        return CvVisionBackend()
-    if config.provider == "scripted":
-        raise ConfigError("agent.monitor.provider", "the scripted monitor is built by tests; "
-                                                    "pass backend=")
-    from ..models.factory import build_provider
-
-    return ModelVisionBackend(build_provider(config, purpose="monitor"),
-                              max_tokens=config.max_tokens)
-
-
 __all__ = [
     "QUESTION_TYPES", "Description", "FrameForVision", "ModelVisionBackend", "MonitorAnswer",
     "MonitorImage", "MonitorQuestion", "MonitorTickRequest", "TickReply", "VisionBackend",
-    "answer_schema", "build_monitor_backend", "extract_json", "parse_answers",
+    "answer_schema", "extract_json", "parse_answers",
     "predicate_answer", "question_from_dict",
 ]

@@ -13,7 +13,7 @@ from ..core import names
 from ..core.clock import Clock
 from ..core.messages import JointCommand, OperatorEvent
 from ..core.transport import Bus
-from . import graph
+from ..rosmsg import graph
 from .node_config import share_dir
 from .node_core import Loop, NodeCore
 

@@ -20,9 +20,9 @@ from typing import Any
 from ..core.clock import Clock
 from ..core.errors import ConfigError
 from ..core.transport import Bus
-from . import graph
-from .bag import BagMessage, CompressedFrame, read_bag
-from .graph import COMPRESSED_SUFFIX, played_topic
+from ..rosmsg import graph
+from ..rosmsg.bag import BagMessage, CompressedFrame, read_bag
+from ..rosmsg.graph import COMPRESSED_SUFFIX, played_topic
 from .node_core import Loop, NodeCore
 
 
@@ -136,7 +136,7 @@ def build_bag_player_core(clock: Clock, bag: str, *, namespace: str = "",
                           publish_clock: bool = True, bus: Bus | None = None) -> NodeCore:
     """The player of ``bag``'s replayable topics recorded in ``namespace`` (``topics``: only
     these, relative names)."""
-    from .bag import bag_summary
+    from ..rosmsg.bag import bag_summary
 
     if not Path(bag).is_dir():
         raise ConfigError("bag", f"{bag!r} is not a bag directory")

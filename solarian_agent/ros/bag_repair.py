@@ -8,7 +8,7 @@ then renamed over it) as a complete MCAP file with what it held.  Then ``metadat
 written from the files themselves: topics, QoS, counts and times.  The torn tail (the chunk
 being written when the process died) is what is lost, and the report says how many bytes.
 
-Works on the split bags :class:`solarian_agent.ros.bag.BagRecorder` writes and on the
+Works on the split bags :class:`solarian_agent.rosmsg.bag.BagRecorder` writes and on the
 single-file MCAP bags rosbags' writer leaves.
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 from ..cli_common import CliParser
-from .bag_mcap import FileInfo, Topic, mcap_writer, write_metadata
+from ..rosmsg.bag_mcap import FileInfo, Topic, mcap_writer, write_metadata
 
 
 @dataclass

@@ -57,9 +57,9 @@ from ..core.errors import ServiceTimeoutError, ServiceUnavailableError, Transpor
 from ..core.messages import SkillResult
 from ..core.transport import ActionServer as BusActionServer
 from ..core.transport import Bus, GoalHandle, GoalStatus, QoS
+from ..rosmsg.graph import Endpoint
 from . import convert as cv
 from .bridge_client import ActionCaller, SentGoals
-from .graph import Endpoint
 from .ros_types import interface_class
 
 BRIDGE_NODE = "ros_bridge"

@@ -28,7 +28,8 @@ from ..core import names
 from ..core.errors import ConfigError
 from ..core.transport import Bus, QoS
 from ..hw.errors import HardwareError
-from . import common, graph
+from ..rosmsg import graph
+from . import common
 from .bridge import Bridge
 
 

@@ -21,7 +21,7 @@ from ..core.clock import Clock
 from ..core.errors import ConfigError
 from ..core.messages import CameraInfo
 from ..core.transport import LATCHED, Bus
-from . import graph
+from ..rosmsg import graph
 from .node_core import Loop, NodeCore
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """What each ROS node runs, without ROS: the core component(s) on the node's private Bus.
 
 A node shell reads its parameters, calls one ``build_*`` here, bridges the returned
-:class:`NodeCore`'s Bus to rclpy along its :class:`~solarian_agent.ros.graph.NodeSpec` and runs
+:class:`NodeCore`'s Bus to rclpy along its :class:`~solarian_agent.rosmsg.graph.NodeSpec` and runs
 its loops.  The wiring mirrors :mod:`solarian_agent.system` (the embedded run), split by node, so
 the in-process run and the ROS graph use the same components with the same names; the graph
 contract test builds every core here and compares its Bus endpoints with the node's spec.
@@ -26,7 +26,8 @@ from ..core.clock import Clock
 from ..core.config import AgentConfig
 from ..core.errors import ConfigError
 from ..core.transport import LATCHED, Bus, QoS
-from . import graph, liveness
+from ..rosmsg import graph
+from . import liveness
 from .arm_core import SIMULATED_BUS_TIMEOUT_S, ArmCore, arm_diagnostics, build_arm_core
 from .cameras import (
     CAMERA_MODELS,

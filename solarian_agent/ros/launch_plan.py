@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..arm.description import describe
-from . import graph
+from ..rosmsg import graph
 
 PKG = "solarian_agent"
 

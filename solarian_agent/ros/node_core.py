@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.transport import Bus
-from . import graph
+from ..rosmsg import graph
 
 
 @dataclass

@@ -13,7 +13,8 @@ from ..core.clock import Clock
 from ..core.config import AgentConfig
 from ..core.messages import AgentState
 from ..core.transport import LATCHED, Bus
-from . import graph, liveness
+from ..rosmsg import graph
+from . import liveness
 from .cameras import skill_camera_models
 from .node_core import Loop, NodeCore
 
@@ -138,9 +139,9 @@ def build_planner_core(clock: Clock, cfg: AgentConfig, *, provider: Any = None,
     without one gets no target markers)."""
     from ..arm.kinematics import ArmModel
     from ..core.planner import InlineCaller, Planner, ThreadCaller
-    from ..perception.observe_scene import planner_vision
+    from ..models.wiring import build_router, planner_vision
     from ..skills.ports import ArmPort
-    from ..system import OFFLINE_PLANNERS, build_planner_provider, build_router
+    from ..system import OFFLINE_PLANNERS, build_planner_provider
 
     bus = bus or Bus()
     arm = ArmPort(bus, clock, ArmModel.default(), node="planner")

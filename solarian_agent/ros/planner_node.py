@@ -19,8 +19,9 @@ from rclpy.node import Node
 
 from ..core import names
 from ..core.errors import ConfigError, TransportError
-from ..models.base import ModelConfigError
-from . import common, components, graph
+from ..core.model_api import ModelConfigError
+from ..rosmsg import graph
+from . import common, components
 from .bridge import Bridge
 
 

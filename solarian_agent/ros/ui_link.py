@@ -28,9 +28,9 @@ from rclpy.node import Node
 from ..core import names
 from ..core.messages import OperatorEvent
 from ..core.transport import Bus
+from ..rosmsg import graph
 from ..ui.link import BusLink, Reply
 from . import convert as cv
-from . import graph
 from .bridge import Bridge, ros_qos
 from .common import RosClock, Spinner
 

@@ -1,6 +1,6 @@
 """A rosbag2 bag's messages as the core's values, read with ``rosbags`` (no ROS needed).
 
-Bags written by ``solarian_agent.ros.bag.BagRecorder`` (or ``ros2 bag record``) hold the
+Bags written by ``solarian_agent.rosmsg.bag.BagRecorder`` (or ``ros2 bag record``) hold the
 graph's topic names and types; :func:`read_bag` deserializes each message with the package's
 typestore and converts it to the core's value (:mod:`.convert`).  A compressed camera image
 (``<camera>/image_raw/compressed``) is kept encoded, as a :class:`CompressedFrame`, until it

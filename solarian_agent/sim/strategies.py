@@ -44,11 +44,11 @@ from solarian_agent.arm.grasp import (
     pick_opening,
 )
 from solarian_agent.arm.jaw import SO101_JAW
-from solarian_agent.arm.kinematics import ArmModel, UnreachableError
+from solarian_agent.arm.kinematics import HOME, HOME_TOLERANCE, ArmModel, UnreachableError
 from solarian_agent.perception import scene
 
 from .render import Renderer
-from .world import APPROACH_PITCHES, GOALS, HOME, HOME_TOLERANCE, OBJECT_NAMES, World
+from .world import APPROACH_PITCHES, GOALS, OBJECT_NAMES, World
 
 OBJECT_WIDTH = WIDEST_OBJECT  # m: the width a pick plans for when not told
 

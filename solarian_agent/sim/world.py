@@ -42,7 +42,14 @@ import numpy as np
 
 from solarian_agent.arm.grasp import CLOSING_FRAME, GRASP_Z
 from solarian_agent.arm.jaw import SO101_JAW
-from solarian_agent.arm.kinematics import JOINT_NAMES, TIP_FRAME, ArmModel, UnreachableError
+from solarian_agent.arm.kinematics import (
+    HOME,
+    HOME_TOLERANCE,
+    JOINT_NAMES,
+    TIP_FRAME,
+    ArmModel,
+    UnreachableError,
+)
 from solarian_agent.core.errors import ConfigError, CoreError
 
 from .faults import FaultInjector, PendingMove
@@ -50,12 +57,6 @@ from .faults import FaultInjector, PendingMove
 OBJECT_NAMES: tuple[str, ...] = ("red_cup", "yellow_paper")
 RECEPTACLE_NAMES: tuple[str, ...] = ("tray", "bin")
 GOALS: dict[str, str] = {"red_cup": "tray", "yellow_paper": "bin"}
-# the folded rest pose: upper arm back at its limit, forearm folded over it, the wrist curled up
-# so the jaws point up and back: every link stays within 9 cm of the base in x and 12 cm above
-# the table, out of the overhead camera's view of where objects stand (>= 14 cm from the base);
-# the tool point ~(0.08, 0, 0.30) m; jaws at 0 rad (15.8 mm apart)
-HOME: tuple[float, ...] = (0.0, -1.74, 1.69, -1.6, 0.0, 0.0)
-HOME_TOLERANCE = 0.05  # rad, per arm joint
 # the tool pitches tried when checking reachability, steepest first
 APPROACH_PITCHES: tuple[float, ...] = (math.pi / 2, 1.35, 1.15, 0.95, 0.75)
 

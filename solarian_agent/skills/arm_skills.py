@@ -26,7 +26,7 @@ from ..arm.grasp import (
     open_angle,
 )
 from ..arm.jaw import SO101_JAW
-from ..arm.kinematics import ARM_JOINTS, GRIPPER_JOINT
+from ..arm.kinematics import ARM_JOINTS, GRIPPER_JOINT, HOME
 from ..core.errors import ConfigError, SkillFailed
 from ..core.skill import Arrival, Skill, ToolSpec, TrackerRequest
 from ..perception import scene
@@ -401,8 +401,6 @@ class VerifyState(Skill):
             return  # a fresh observation: captured after the check began
         rep = scene.report(scene.detect(frame.data))
         arm: ArmPort = self.ctx.port("arm")
-        from ..sim.world import HOME
-
         q = arm.q()
         at_home = bool(np.all(np.abs(q[:5] - np.array(HOME[:5])) < 0.05))
         held = self.held(arm, cams, q)

@@ -26,8 +26,7 @@ from ..core.runtime import Runtime
 from ..core.skill import Skill, Tool
 from ..core.transport import SENSOR_DATA, Bus, QoS
 from ..models.scripted import ScriptedProvider, ScriptEntry
-from ..perception.observe_scene import planner_vision
-from ..system import build_router
+from ..models.wiring import build_router, planner_vision
 
 
 class ToyRobot:

@@ -12,7 +12,7 @@ from typing import TextIO
 
 from ..cli_common import CliParser, MissingExtraError, fail
 from ..core.errors import ConfigError, CoreError
-from ..models.base import ModelConfigError
+from ..core.model_api import ModelConfigError
 from .chat import EmbeddedFactory, run_chat, send_and_wait, sim_embedded
 from .link import AgentLink, BusLink, GraphTarget, OpenGraphLink
 

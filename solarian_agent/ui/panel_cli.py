@@ -134,7 +134,7 @@ def _serve(a: argparse.Namespace, token: str | None, serve: Callable[[], Any],
 
 def _panel_embedded(a: argparse.Namespace, token: str | None) -> int:
     from ..core.episode_log import session_name
-    from ..models.base import ModelConfigError
+    from ..core.model_api import ModelConfigError
     from ..system import build_sim_system, load_config, with_models
     from .panel import serve_panel
 

@@ -18,6 +18,7 @@ from solarian_agent.core.episode_log import read_events
 from solarian_agent.core.errors import ConfigError
 from solarian_agent.core.events import Event
 from solarian_agent.core.messages import MonitorVerdict, OperatorEvent
+from solarian_agent.core.model_api import ModelError, ModelRequest
 from solarian_agent.core.planner import PLANNER_TOOLS, ThreadCaller
 from solarian_agent.core.routing import (
     PARALLEL_SYSTEM,
@@ -30,9 +31,8 @@ from solarian_agent.core.skill import Skill, Tool
 from solarian_agent.core.text import find_quotes, operator_message
 from solarian_agent.core.timers import TimerError, Timers
 from solarian_agent.core.transport import QoS
-from solarian_agent.models.base import ModelError, ModelRequest
 from solarian_agent.models.scripted import ScriptedProvider, reply
-from solarian_agent.system import build_router
+from solarian_agent.models.wiring import build_router
 from solarian_agent.testing.harness import DEFAULT_TOOLS, last_user_text, make_harness
 
 

@@ -5,7 +5,7 @@ import json
 import threading
 
 from solarian_agent.core.episode_log import read_events
-from solarian_agent.models.base import ModelError, ModelRequest
+from solarian_agent.core.model_api import ModelError, ModelRequest
 from solarian_agent.models.scripted import reply
 from solarian_agent.testing.harness import PointAt, last_user_text, make_harness, record_events
 

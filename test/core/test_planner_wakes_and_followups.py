@@ -6,10 +6,10 @@ import time
 
 from solarian_agent.core import names
 from solarian_agent.core.messages import MonitorVerdict, OperatorEvent
+from solarian_agent.core.model_api import ImagePart
 from solarian_agent.core.planner import ThreadCaller
 from solarian_agent.core.skill import Skill, Tool
 from solarian_agent.core.transport import QoS
-from solarian_agent.models.base import ImagePart
 from solarian_agent.models.scripted import reply
 from solarian_agent.testing.harness import (
     Home,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from solarian_agent.core import names
 from solarian_agent.core.errors import SkillFailed
+from solarian_agent.core.model_api import ModelRequest
 from solarian_agent.core.skill import Skill, Tool
-from solarian_agent.models.base import ModelRequest
 from solarian_agent.models.scripted import reply
 from solarian_agent.testing.harness import DEFAULT_TOOLS, make_harness, record_events
 
@@ -167,8 +167,8 @@ def _failing_harness(n_errors: int = 200, **kw):
     import random
 
     from solarian_agent.core import names
+    from solarian_agent.core.model_api import ModelError
     from solarian_agent.core.transport import QoS
-    from solarian_agent.models.base import ModelError
 
     h = make_harness([ModelError("server", "HTTP 503: overloaded") for _ in range(n_errors)],
                      rng=random.Random(7), **kw)
@@ -223,7 +223,7 @@ def test_a_failing_planner_model_is_retried_with_backoff_then_silent_and_says_wh
 def test_the_planner_answers_again_after_a_failure_and_the_operator_sees_it():
     import random
 
-    from solarian_agent.models.base import ModelError
+    from solarian_agent.core.model_api import ModelError
 
     h = make_harness([ModelError("server", "HTTP 503"),
                       reply("", ("finish_task", {"summary": "ok", "success": True}))],

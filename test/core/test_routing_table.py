@@ -11,10 +11,10 @@ import pytest
 
 from solarian_agent.benchmarks import routing as bench
 from solarian_agent.core import names
+from solarian_agent.core.model_api import ModelError
 from solarian_agent.core.routing import ROUTER_SYSTEM, Router
 from solarian_agent.core.transport import QoS
 from solarian_agent.core.utterance import canonical, read_message
-from solarian_agent.models.base import ModelError
 from solarian_agent.models.scripted import ScriptedProvider, reply
 from solarian_agent.testing.fake_model_server import FakeModelServer, HTTPError, Malformed
 from solarian_agent.testing.fake_model_server import Reply as WireReply

@@ -4,7 +4,7 @@ import re
 
 from solarian_agent.core import names
 from solarian_agent.core.messages import MonitorVerdict
-from solarian_agent.models.base import ImagePart, ModelRequest
+from solarian_agent.core.model_api import ImagePart, ModelRequest
 from solarian_agent.models.scripted import ScriptedProvider, reply
 from solarian_agent.perception.vision import ModelVisionBackend
 from solarian_agent.testing.harness import PointAt, make_harness

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from solarian_agent.core import names
+from solarian_agent.core.model_api import ModelRequest
 from solarian_agent.core.transport import QoS
-from solarian_agent.models.base import ModelRequest
 from solarian_agent.models.scripted import reply
 from solarian_agent.testing.harness import make_harness
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from solarian_agent.core.config import ModelEndpointConfig, MonitorConfig
-from solarian_agent.models.base import (
+from solarian_agent.core.model_api import (
     ImagePart,
     Message,
     ModelProvider,

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from solarian_agent.core.config import ModelEndpointConfig
+from solarian_agent.core.model_api import Message, ModelError, ModelRequest
 from solarian_agent.core.model_caller import ThreadCaller
-from solarian_agent.models.base import Message, ModelError, ModelRequest
 from solarian_agent.models.factory import build_provider
 from solarian_agent.testing.fake_model_server import FakeModelServer, HTTPError, Reply
 from solarian_agent.testing.harness import make_harness

@@ -16,8 +16,8 @@ import pytest
 
 from solarian_agent.core.config import ModelEndpointConfig
 from solarian_agent.core.episode_log import iter_turns
+from solarian_agent.core.model_api import Message, ModelRequest, Usage
 from solarian_agent.core.text import find_quotes, for_terminal, one_line, quote
-from solarian_agent.models.base import Message, ModelRequest, Usage
 from solarian_agent.models.factory import build_provider
 from solarian_agent.testing.fake_model_server import FakeModelServer, Reply, ToolUse
 from solarian_agent.testing.harness import make_harness

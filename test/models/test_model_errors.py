@@ -12,8 +12,8 @@ import pytest
 from model_helpers import KEY, KEY_VAR, PROVIDERS, png, turn
 
 from solarian_agent.core.config import ModelEndpointConfig
+from solarian_agent.core.model_api import Message, ModelError, ModelRequest
 from solarian_agent.core.scrubbing import scrub
-from solarian_agent.models.base import Message, ModelError, ModelRequest
 from solarian_agent.models.factory import build_provider
 from solarian_agent.models.retry import RetryPolicy, parse_retry_after
 from solarian_agent.testing.fake_model_server import (

@@ -8,8 +8,8 @@ import pytest
 from model_helpers import KEY, KEY_VAR, turn
 
 from solarian_agent.core.config import ModelEndpointConfig, MonitorConfig, load_agent_config
+from solarian_agent.core.model_api import ModelConfigError, ModelProvider
 from solarian_agent.models.anthropic_provider import AnthropicProvider
-from solarian_agent.models.base import ModelConfigError, ModelProvider
 from solarian_agent.models.factory import DEFAULT_KEY_ENV, LOCAL_SERVER_KEY, build_provider
 from solarian_agent.models.openai_chat import OpenAIChatProvider
 from solarian_agent.models.openai_decisions import OpenAIDecisionsProvider

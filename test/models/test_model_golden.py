@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from model_helpers import IMG_A, IMG_B, MONITOR_SCHEMA, PATHS, history, turn
 
-from solarian_agent.models.base import Message, ModelRequest
+from solarian_agent.core.model_api import Message, ModelRequest
 from solarian_agent.testing.fake_model_server import Decision, RecordedRequest, Reply
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"

@@ -19,7 +19,7 @@ from model_helpers import (
     turn,
 )
 
-from solarian_agent.models.base import (
+from solarian_agent.core.model_api import (
     Message,
     ModelError,
     ModelProvider,

@@ -1,8 +1,8 @@
 """The rules planner plans the current run's task: the conversation keeps the earlier runs'
 tasks (until a reset), so "hello" then a real task must not be answered as "hello"."""
 
+from solarian_agent.core.model_api import Message, ModelRequest
 from solarian_agent.core.text import OPERATOR, TASK_PREFIX, quote
-from solarian_agent.models.base import Message, ModelRequest
 from solarian_agent.models.rules_planner import RulesPlanner
 
 
@@ -22,8 +22,8 @@ def test_the_newest_task_is_planned_not_an_earlier_runs():
 
 
 def test_rules_planner_answers_a_side_question_without_tools():
+    from solarian_agent.core.model_api import Message, ModelRequest
     from solarian_agent.core.routing import PARALLEL_SYSTEM
-    from solarian_agent.models.base import Message, ModelRequest
     from solarian_agent.models.rules_planner import RulesPlanner
 
     req = ModelRequest(PARALLEL_SYSTEM, (Message.user(

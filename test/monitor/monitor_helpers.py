@@ -14,10 +14,10 @@ from solarian_agent.core import names
 from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.config import MonitorConfig
 from solarian_agent.core.messages import AgentEvent, Image, JointState, MonitorVerdict
+from solarian_agent.core.model_api import ModelError
 from solarian_agent.core.monitor import MonitorEngine
 from solarian_agent.core.planner import ModelCaller
 from solarian_agent.core.transport import Bus, QoS
-from solarian_agent.models.base import ModelError
 from solarian_agent.perception.vision import (
     Description,
     FrameForVision,

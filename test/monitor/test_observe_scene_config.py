@@ -10,8 +10,9 @@ import pytest
 from observe_scene_helpers import cfg
 
 from solarian_agent.core.errors import ConfigError
-from solarian_agent.models.base import ModelConfigError
-from solarian_agent.perception.observe_scene import build_vision_backend, effective_vision
+from solarian_agent.core.model_api import ModelConfigError
+from solarian_agent.models.wiring import build_vision_backend
+from solarian_agent.perception.observe_scene import effective_vision
 
 
 def test_vision_is_none_by_default_and_needs_a_camera_and_a_text_model():
@@ -87,7 +88,7 @@ def test_the_scripted_vision_is_never_built_from_configuration() -> None:
 
 
 def test_openai_vision_model_takes_precedence_and_the_key_stays_in_the_environment():
-    from solarian_agent.perception.observe_scene import build_vision_backend
+    from solarian_agent.models.wiring import build_vision_backend
 
     c = cfg(cameras=["wrist"])
     env = {"OPENAI_API_KEY": "sk-test-0123456789", "OPENAI_VISION_MODEL": "eyes",

@@ -8,7 +8,7 @@ import pytest
 from observe_scene_helpers import Anonymous, SizingBackend, code, make, observer, reason
 
 from solarian_agent.core.clock import FakeClock
-from solarian_agent.models.base import ModelError
+from solarian_agent.core.model_api import ModelError
 from solarian_agent.perception.observe_scene import (
     MAX_FRAME_BYTES,
     AttentionEpisode,

@@ -12,7 +12,8 @@ from solarian_agent.core import names
 from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.messages import Image
 from solarian_agent.core.transport import Bus, QoS
-from solarian_agent.perception.observe_scene import BusCamera, planner_vision
+from solarian_agent.models.wiring import planner_vision
+from solarian_agent.perception.observe_scene import BusCamera
 
 
 def test_bus_camera_runs_while_frames_are_fresh():
@@ -79,7 +80,7 @@ def test_planner_vision_builds_the_backend_from_the_configuration(monkeypatch: A
 
 
 def test_planner_vision_builds_no_backend_when_vision_is_none(monkeypatch: Any) -> None:
-    import solarian_agent.perception.observe_scene as mod
+    import solarian_agent.models.wiring as mod
 
     built: list[tuple[Any, ...]] = []
     real = mod.build_vision_backend

@@ -8,9 +8,9 @@ from monitor_helpers import FakeBackend, pattern
 from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.errors import ToolCallRejected
 from solarian_agent.core.messages import Image
+from solarian_agent.core.model_api import ImagePart, TextPart
 from solarian_agent.core.observations import ObservationStore
 from solarian_agent.core.views import ViewManager
-from solarian_agent.models.base import ImagePart, TextPart
 
 
 class Cams:

@@ -9,7 +9,7 @@ import pytest
 from solarian_agent.core import names
 from solarian_agent.core.messages import AgentEvent, AgentState, Image, JointState
 from solarian_agent.models.scripted import reply
-from solarian_agent.ros.bag import (
+from solarian_agent.rosmsg.bag import (
     T_COMPRESSED,
     BagRecorder,
     CompressedFrame,

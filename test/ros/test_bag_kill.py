@@ -16,7 +16,7 @@ from rosbags.rosbag2 import Reader
 
 from solarian_agent.cli import main as cli
 from solarian_agent.core import names
-from solarian_agent.ros.bag import CompressedFrame, read_bag
+from solarian_agent.rosmsg.bag import CompressedFrame, read_bag
 
 # the recorder as a run uses it (thread, queue, JPEG, splits), fed as fast as it takes them;
 # every durable point it reports goes to stdout
@@ -25,7 +25,7 @@ CHILD = textwrap.dedent("""
     import numpy as np
     from solarian_agent.core import names
     from solarian_agent.core.messages import Image, JointState
-    from solarian_agent.ros.bag import BagRecorder
+    from solarian_agent.rosmsg.bag import BagRecorder
 
     def tell(kind, count):
         print(kind, count, flush=True)

@@ -11,9 +11,9 @@ from solarian_agent.cli import main as cli
 from solarian_agent.core import names
 from solarian_agent.core.messages import JointState
 from solarian_agent.ros import convert as cv
-from solarian_agent.ros.bag import bag_summary, read_bag
-from solarian_agent.ros.bag_mcap import SplitMcapWriter, topics_from_store
 from solarian_agent.ros.bag_repair import repair_bag
+from solarian_agent.rosmsg.bag import bag_summary, read_bag
+from solarian_agent.rosmsg.bag_mcap import SplitMcapWriter, topics_from_store
 from solarian_agent.rosmsg.interfaces import typestore
 
 QOS = [{"history": "keep_last", "depth": 10, "reliability": "reliable",

@@ -313,7 +313,7 @@ def test_text_with_lone_surrogates_crosses_the_graph(two_nodes):
     from solarian_agent.core.messages import AgentEvent, AgentState
     from solarian_agent.core.transport import LATCHED, QoS
     from solarian_agent.ros.bridge import Bridge
-    from solarian_agent.ros.graph import Endpoint
+    from solarian_agent.rosmsg.graph import Endpoint
 
     planner_side, viewer_side = two_nodes
     bus_a, bus_b = Bus(), Bus()

@@ -19,8 +19,9 @@ import time
 import pytest
 from _rostest_util import NodeProcesses, Probe, ros_type, video_file, wait_until
 
-from solarian_agent.ros import graph, launch_plan
+from solarian_agent.ros import launch_plan
 from solarian_agent.ros.components import share_dir
+from solarian_agent.rosmsg import graph
 
 pytestmark = pytest.mark.usefixtures("real_ros")
 

@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.usefixtures("real_ros"), pytest.mark.timeout(600)]
 
 
 def _record_episode(path) -> None:
-    from solarian_agent.ros.bag import BagRecorder
+    from solarian_agent.rosmsg.bag import BagRecorder
     from solarian_agent.system import build_sim_system
 
     s = build_sim_system(seed=1)
@@ -31,7 +31,7 @@ def _record_episode(path) -> None:
 
 
 def test_the_monitor_judges_a_replayed_episode(real_ros, tmp_path):
-    from solarian_agent.ros.bag import bag_summary
+    from solarian_agent.rosmsg.bag import bag_summary
 
     bag = tmp_path / "episode"
     _record_episode(bag)

@@ -10,7 +10,8 @@ import pytest
 from solarian_agent.core import names
 from solarian_agent.core.clock import FakeClock
 from solarian_agent.ros import components as C
-from solarian_agent.ros import graph, launch_plan
+from solarian_agent.ros import launch_plan
+from solarian_agent.rosmsg import graph
 from solarian_agent.sim.mujoco.world import MujocoWorld
 
 

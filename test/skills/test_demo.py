@@ -46,7 +46,7 @@ def test_demo_with_unreachable_planner_key_fails_at_start(tmp_path, capsys, monk
 
 
 def test_demo_records_a_compact_rosbag_with_the_graph_names(tmp_path, capsys):
-    from solarian_agent.ros.bag import bag_summary, read_bag
+    from solarian_agent.rosmsg.bag import bag_summary, read_bag
 
     rc = main(["--seed", "3", "--out", str(tmp_path), "--monitor", "none"])
     out = capsys.readouterr().out

@@ -577,7 +577,8 @@ def test_the_shipped_pick_policy_loads_and_binds_pick_object():
 
 
 def test_the_bench_tells_how_each_pick_ended():
-    from solarian_agent.benchmarks.tidy import pick_endings, pick_rows
+    from solarian_agent.benchmarks.episodes import pick_endings
+    from solarian_agent.benchmarks.tidy import pick_rows
     from solarian_agent.core.messages import AgentEvent
 
     def ev(outcome, reason, s, skill="pick_object"):

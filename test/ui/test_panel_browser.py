@@ -15,9 +15,9 @@ from ui_helpers import Stepper, copy_to_docs, wait_for
 from solarian_agent.core import names
 from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.messages import MonitorVerdict, OperatorEvent
+from solarian_agent.core.model_api import ModelRequest
 from solarian_agent.core.skill import Tool
 from solarian_agent.core.transport import Bus
-from solarian_agent.models.base import ModelRequest
 from solarian_agent.models.scripted import reply
 from solarian_agent.testing.harness import DEFAULT_TOOLS, Spin, make_harness
 from solarian_agent.ui.panel import serve_panel

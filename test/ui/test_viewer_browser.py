@@ -124,7 +124,7 @@ def test_viewer_on_a_simulated_demo_episode(browser, artifacts, tmp_path):
     and draws the trackers' overlays as outlines."""
     import shutil
 
-    from solarian_agent.ros.bag import BagRecorder
+    from solarian_agent.rosmsg.bag import BagRecorder
     from solarian_agent.system import build_sim_system
 
     system = build_sim_system(seed=7, log_root=tmp_path / "controller", session="0001_demo")

@@ -313,9 +313,9 @@ def make_demo_episode(root: Path, *, bag_where: str = "robot") -> Path:
     """
     from solarian_agent.core import names
     from solarian_agent.core.messages import MonitorVerdict, OperatorEvent
-    from solarian_agent.models.base import ModelRequest
+    from solarian_agent.core.model_api import ModelRequest
     from solarian_agent.models.scripted import reply
-    from solarian_agent.ros.bag import BagRecorder
+    from solarian_agent.rosmsg.bag import BagRecorder
     from solarian_agent.testing.harness import make_harness
 
     def newest(req: ModelRequest) -> str:

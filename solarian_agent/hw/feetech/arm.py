@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import solarian_agent.hw.feetech.protocol as P
 from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.safety import ArmLimits, validate_target
 from solarian_agent.core.clock import Clock, SystemClock
@@ -29,7 +30,6 @@ from solarian_agent.hw.errors import (
     ServoTimeoutError,
     status_error,
 )
-from solarian_agent.hw.feetech import protocol as P
 from solarian_agent.hw.feetech.bus import FeetechBus, PortFactory
 from solarian_agent.hw.feetech.calibration import (
     GRIPPER,

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import solarian_agent.hw.feetech.protocol as P
 from solarian_agent.hw.errors import (
     BusError,
     ChecksumError,
@@ -37,7 +38,6 @@ from solarian_agent.hw.errors import (
     ServoTimeoutError,
     status_error,
 )
-from solarian_agent.hw.feetech import protocol as P
 from solarian_agent.hw.feetech.protocol import Packet, Register
 
 

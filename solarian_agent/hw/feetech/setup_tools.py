@@ -17,8 +17,8 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+import solarian_agent.hw.feetech.protocol as P
 from solarian_agent.hw.errors import BusError, DeviceNotFoundError, HardwareError
-from solarian_agent.hw.feetech import protocol as P
 from solarian_agent.hw.feetech.bus import FeetechBus, PortFactory
 from solarian_agent.hw.feetech.protocol import STS3215
 

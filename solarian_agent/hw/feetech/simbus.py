@@ -57,8 +57,8 @@ import tty
 from collections import deque
 from collections.abc import Callable, Iterable
 
+import solarian_agent.hw.feetech.protocol as P
 from solarian_agent.core.clock import Clock, SystemClock
-from solarian_agent.hw.feetech import protocol as P
 from solarian_agent.hw.feetech.protocol import STS3215, Instruction
 from solarian_agent.hw.feetech.simservo import SimFault, SimServo, Thermal
 

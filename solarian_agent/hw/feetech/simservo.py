@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from solarian_agent.hw.feetech import protocol as P
+import solarian_agent.hw.feetech.protocol as P
 from solarian_agent.hw.feetech.protocol import STS3215
 
 FULL_LOAD_CURRENT_UNITS = 300  # Present_Current at full load: about 2 A in 6.5 mA units

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 from ..core import names
 from ..core.transport import LATCHED, SENSOR_DATA, QoS
-from ..rosmsg.bag_read import COMPRESSED_SUFFIX
 from . import convert as cv
+from .bag_read import COMPRESSED_SUFFIX
 
 KINDS = ("publisher", "subscription", "service", "client", "action_server", "action_client")
 

@@ -176,8 +176,8 @@ class RecordedCall:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-# the cancel scope of model calls: here, not in retry.py, so the core may use it (the core
-# imports only models.base)
+# the cancel scope of model calls: here, not in models/retry.py, so the core may use it (the
+# core imports nothing outside itself)
 _scope = threading.local()
 
 

@@ -46,8 +46,9 @@ import numpy as np
 from ..core import names
 from ..core.messages import Image
 from ..core.transport import Bus, QoS
-from ..rosmsg import convert as cv
-from ..rosmsg.bag_read import (
+from . import convert as cv
+from . import graph
+from .bag_read import (
     COMPRESSED_SUFFIX,
     T_COMPRESSED,
     BagMessage,
@@ -55,8 +56,7 @@ from ..rosmsg.bag_read import (
     bag_summary,
     read_bag,
 )
-from ..rosmsg.interfaces import typestore
-from . import graph
+from .interfaces import typestore
 
 IMAGE_MODES = ("compressed", "raw", "both")
 

@@ -26,7 +26,8 @@ import pytest
 from solarian_agent.core import names
 from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.transport import Bus, QoS
-from solarian_agent.ros import components, graph, launch_plan
+from solarian_agent.ros import components, launch_plan
+from solarian_agent.rosmsg import graph
 from solarian_agent.rosmsg.interfaces import interface_files
 
 ROOT = Path(__file__).resolve().parent.parent

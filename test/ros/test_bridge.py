@@ -20,7 +20,8 @@ from solarian_agent.core.clock import SystemClock
 from solarian_agent.core.errors import ServiceUnavailableError
 from solarian_agent.core.messages import Generation, SkillGoal
 from solarian_agent.core.transport import Bus, GoalStatus
-from solarian_agent.ros import components, graph
+from solarian_agent.ros import components
+from solarian_agent.rosmsg import graph
 
 pytestmark = pytest.mark.usefixtures("real_ros")
 

@@ -22,8 +22,9 @@ from solarian_agent.core import names  # noqa: E402
 from solarian_agent.core.clock import SystemClock  # noqa: E402
 from solarian_agent.core.messages import SkillGoal  # noqa: E402
 from solarian_agent.core.transport import Bus, GoalStatus  # noqa: E402
-from solarian_agent.ros import components, graph  # noqa: E402
+from solarian_agent.ros import components  # noqa: E402
 from solarian_agent.ros import convert as cv  # noqa: E402
+from solarian_agent.rosmsg import graph  # noqa: E402
 
 
 @pytest.fixture

@@ -47,16 +47,11 @@ from ..core.model_api import (
     ToolCall,
     Usage,
 )
-from .common import (
-    HTTPModelProvider,
-    ImageLimits,
-    b64,
-    dig,
-    json_safe,
-    parse_tool_arguments,
-    to_plain,
-    usage_count,
-)
+from .common import HTTPModelProvider
+from .image_fit import ImageLimits, b64
+from .plain_json import dig, json_safe, to_plain
+from .tool_args import parse_tool_arguments
+from .usage import usage_count
 
 log = logging.getLogger(__name__)
 

@@ -38,7 +38,8 @@ from typing import Any
 
 from ..core.config import ModelEndpointConfig
 from ..core.model_api import ModelConfigError, ModelProvider
-from .common import PURPOSES, scrub
+from ..core.scrubbing import scrub
+from .common import PURPOSES
 
 log = logging.getLogger(__name__)
 

@@ -31,15 +31,11 @@ import json
 from typing import Any
 
 from ..core.model_api import ImagePart, Message, ModelError, ModelReply, ModelRequest, ToolCall
-from .common import (
-    OpenAIProvider,
-    data_url,
-    dig,
-    is_strict_schema,
-    openai_usage,
-    parse_tool_arguments,
-    to_plain,
-)
+from .common import OpenAIProvider
+from .image_fit import data_url
+from .plain_json import dig, to_plain
+from .tool_args import is_strict_schema, parse_tool_arguments
+from .usage import openai_usage
 
 
 class OpenAIChatProvider(OpenAIProvider):

@@ -39,7 +39,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.model_api import Message, ModelError, ModelReply, ModelRequest
-from .common import OpenAIProvider, dig, openai_usage, to_plain
+from .common import OpenAIProvider
+from .plain_json import dig, to_plain
+from .usage import openai_usage
 
 BREAKPOINT: dict[str, str] = {"mode": "explicit"}
 

@@ -14,8 +14,8 @@ from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.episode_log import EpisodeLog, read_events
 from solarian_agent.core.model_api import ModelReply, ToolCall
 from solarian_agent.core.text import clean, clean_reply, for_terminal, quote, quote_prefix
-from solarian_agent.models.common import parse_tool_arguments
 from solarian_agent.models.scripted import reply
+from solarian_agent.models.tool_args import parse_tool_arguments
 from solarian_agent.testing.harness import make_harness
 
 LONE = "\ud83d"

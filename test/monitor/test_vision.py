@@ -10,8 +10,8 @@ import pytest
 from monitor_helpers import PROGRESS
 
 from solarian_agent.core.model_api import ModelError
-from solarian_agent.models.common import is_strict_schema
 from solarian_agent.models.scripted import ScriptedProvider, reply
+from solarian_agent.models.tool_args import is_strict_schema
 from solarian_agent.perception.cv_monitor import CvVisionBackend, measure
 from solarian_agent.perception.vision import (
     FrameForVision,

@@ -49,7 +49,9 @@ from solarian_agent.arm.grasp import OPEN_MARGIN, grasp_joints, open_angle  # no
 from solarian_agent.arm.jaw import SO101_JAW  # noqa: E402
 from solarian_agent.arm.kinematics import ArmModel, UnreachableError  # noqa: E402
 from solarian_agent.sim.ideal import IdealController, MotionTimeout  # noqa: E402
-from solarian_agent.sim.world import APPROACH_PITCHES, OBJECT_NAMES, World  # noqa: E402
+from solarian_agent.sim.layout import APPROACH_PITCHES  # noqa: E402
+from solarian_agent.sim.tabletop import OBJECT_NAMES  # noqa: E402
+from solarian_agent.sim.world import World  # noqa: E402
 from solarian_agent.skills.policy.onnx_export import write_mlp  # noqa: E402
 
 DEMO_SEED_BASE = 1_000_000

@@ -3,7 +3,9 @@ controller's upper bound, the execution strategies under recoverable faults and 
 domain-shift test, each over many seeds.
 
 * :mod:`.world` — the 2D tabletop: red cup, yellow paper, tray, bin; the arm's joints with
-  speed limits; grasp / release; ground truth (``World.truth()``).
+  speed limits; grasp / release; ground truth (``World.truth()``).  What lies on the table is
+  data in :mod:`.tabletop`; :mod:`.layout` draws where it stands; :mod:`.truth` is the
+  ground-truth record both backends write.
 * :mod:`.faults` — seeded, recoverable fault injection (grasp fails, slips, moved objects,
   frozen cameras).
 * :mod:`.camera` — pinhole camera models and the overhead pixel <-> table mapping

@@ -21,7 +21,7 @@ from solarian_agent.core.messages import CameraInfo
 
 from .camera import CameraSpec, PinholeCamera
 from .faults import FaultConfig, FaultInjector
-from .world import WorldConfig
+from .tabletop import WorldConfig
 
 SIM_BACKENDS: tuple[str, ...] = ("2d", "mujoco")
 DEFAULT_BACKEND = "2d"

@@ -45,7 +45,7 @@ from solarian_agent.core.transport import LATCHED, SENSOR_DATA, Bus, QoS
 
 from .backend import SimRenderer, SimWorld
 from .faults import InvalidFaultError
-from .world import OBJECT_NAMES
+from .tabletop import OBJECT_NAMES
 
 log = logging.getLogger(__name__)
 

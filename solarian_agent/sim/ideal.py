@@ -21,7 +21,9 @@ from solarian_agent.arm.grasp import GRASP_Z, closing_dir, descent, grasp_joints
 from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.kinematics import UnreachableError
 
-from .world import APPROACH_PITCHES, GOALS, World
+from .layout import APPROACH_PITCHES
+from .tabletop import GOALS
+from .world import World
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,8 @@ from .camera import (
     project,
     unproject,
 )
-from .world import Receptacle, World, WorldObject
+from .tabletop import Receptacle, WorldObject
+from .world import World
 
 __all__ = [
     "OBJECT_TEXTURES",

@@ -47,8 +47,10 @@ from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.kinematics import HOME, HOME_TOLERANCE, ArmModel, UnreachableError
 from solarian_agent.perception import scene
 
+from .layout import APPROACH_PITCHES
 from .render import Renderer
-from .world import APPROACH_PITCHES, GOALS, OBJECT_NAMES, World
+from .tabletop import GOALS, OBJECT_NAMES
+from .world import World
 
 OBJECT_WIDTH = WIDEST_OBJECT  # m: the width a pick plans for when not told
 

@@ -13,7 +13,8 @@ Things on the table, by name:
 * ``bin`` — a dark circle, the paper's goal.
 
 Placement is drawn from a seed: no two footprints overlap (plus a margin), everything lies on
-the table and is reachable by the arm (IK checked).
+the table and is reachable by the arm (IK checked; :mod:`.layout`).  The things on the table
+and the world's configuration are data in :mod:`.tabletop`.
 
 The arm: ``step(dt)`` moves each joint toward its commanded target at no more than its
 velocity limit (the URDF's, times ``speed_scale``; a command may lower it).  The gripper
@@ -27,195 +28,26 @@ it against the fixed one, as a one-jaw gripper does.  A held object stops the ja
 the tray or bin footprint it is in it, elsewhere it lands on the table (or the floor, off the
 table) where it was held.
 
-:meth:`World.truth` is the ground truth.  Only tests, the ideal controller and benchmarks may
-read it; the agent sees the world through the cameras and ``joint_states`` only.
+:meth:`World.truth` is the ground truth (:mod:`.truth`).  Only tests, the ideal controller and
+benchmarks may read it; the agent sees the world through the cameras and ``joint_states`` only.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from solarian_agent.arm.grasp import CLOSING_FRAME, GRASP_Z
+from solarian_agent.arm.grasp import CLOSING_FRAME
 from solarian_agent.arm.jaw import SO101_JAW
-from solarian_agent.arm.kinematics import (
-    HOME,
-    HOME_TOLERANCE,
-    JOINT_NAMES,
-    TIP_FRAME,
-    ArmModel,
-    UnreachableError,
-)
-from solarian_agent.core.errors import ConfigError, CoreError
+from solarian_agent.arm.kinematics import HOME_TOLERANCE, JOINT_NAMES, TIP_FRAME, ArmModel
 
 from .faults import FaultInjector, PendingMove
-
-OBJECT_NAMES: tuple[str, ...] = ("red_cup", "yellow_paper")
-RECEPTACLE_NAMES: tuple[str, ...] = ("tray", "bin")
-GOALS: dict[str, str] = {"red_cup": "tray", "yellow_paper": "bin"}
-# the tool pitches tried when checking reachability, steepest first
-APPROACH_PITCHES: tuple[float, ...] = (math.pi / 2, 1.35, 1.15, 0.95, 0.75)
-
-_REACH_STEP = 0.0025
-_REACH_CACHE: dict[tuple[str, float, float, float], np.ndarray] = {}
-
-Location = str  # "table" | "tray" | "bin" | "held" | "floor"
-
-
-class WorldError(CoreError):
-    """A request the world cannot honour (unknown joint or object, impossible layout)."""
-
-
-@dataclass(frozen=True)
-class WorldConfig:
-    table_x: tuple[float, float] = (-0.05, 0.45)
-    table_y: tuple[float, float] = (-0.30, 0.30)
-    object_r: tuple[float, float] = (0.14, 0.24)  # distance of object centres from the base
-    receptacle_r: tuple[float, float] = (0.15, 0.25)
-    max_bearing: float = 1.25  # rad either side of +x
-    margin: float = 0.015  # free space between footprints
-    cup_radius: float = 0.0225
-    cup_height: float = 0.07
-    paper_radius: float = 0.02
-    paper_height: float = 0.035
-    tray_size: tuple[float, float] = (0.11, 0.085)
-    tray_height: float = 0.015
-    bin_radius: float = 0.045
-    bin_height: float = 0.08
-    grasp_height: float = 0.035  # the tip must be at or below this to grasp (m)
-    lift_height: float = 0.06  # a grasped object slips (fault) when lifted past this
-    jaw_half_width: float = 0.01  # the jaws' half extent across the closing axis (m)
-    grasp_z: float = GRASP_Z  # where a controller should put the tool point to grasp
-    speed_scale: float = 1.0
-    home: tuple[float, ...] = HOME
-    placement_attempts: int = 4000
-
-    def __post_init__(self) -> None:
-        def bad(name: str, why: str) -> ConfigError:
-            return ConfigError(f"sim.world.{name}", why)
-
-        for name in ("table_x", "table_y", "object_r", "receptacle_r"):
-            lo, hi = getattr(self, name)
-            if not lo < hi:
-                raise bad(name, f"needs lo < hi, got {(lo, hi)}")
-        for name in ("cup_radius", "paper_radius", "bin_radius", "grasp_height",
-                     "speed_scale", "jaw_half_width"):
-            if not getattr(self, name) > 0:
-                raise bad(name, "must be > 0")
-        if self.margin < 0:
-            raise bad("margin", "must be >= 0")
-        if min(self.tray_size) <= 0:
-            raise bad("tray_size", "must be positive")
-        if len(self.home) != len(JOINT_NAMES):
-            raise bad("home", f"needs {len(JOINT_NAMES)} joint values {JOINT_NAMES}")
-        if not 0 < self.max_bearing <= math.pi:
-            raise bad("max_bearing", "must be in (0, pi]")
-        if self.placement_attempts < 1:
-            raise bad("placement_attempts", "must be >= 1")
-
-
-@dataclass(frozen=True)
-class Receptacle:
-    name: str
-    shape: str  # "rect" | "circle"
-    x: float
-    y: float
-    yaw: float = 0.0
-    half_size: tuple[float, float] = (0.0, 0.0)  # rect: half length (local x), half width
-    radius: float = 0.0  # circle
-    height: float = 0.0
-
-    @property
-    def bounding_radius(self) -> float:
-        return math.hypot(*self.half_size) if self.shape == "rect" else self.radius
-
-    def contains(self, x: float, y: float) -> bool:
-        dx, dy = x - self.x, y - self.y
-        if self.shape == "circle":
-            return dx * dx + dy * dy <= self.radius * self.radius
-        c, s = math.cos(self.yaw), math.sin(self.yaw)
-        lx, ly = c * dx + s * dy, -s * dx + c * dy
-        return abs(lx) <= self.half_size[0] and abs(ly) <= self.half_size[1]
-
-    def outline(self, n: int = 32) -> np.ndarray:
-        """The footprint polygon (N x 2 world x, y)."""
-        if self.shape == "circle":
-            a = np.linspace(0.0, 2 * math.pi, n, endpoint=False)
-            return np.stack([self.x + self.radius * np.cos(a),
-                             self.y + self.radius * np.sin(a)], axis=1)
-        hx, hy = self.half_size
-        local = np.array([[hx, hy], [-hx, hy], [-hx, -hy], [hx, -hy]])
-        c, s = math.cos(self.yaw), math.sin(self.yaw)
-        rot = np.array([[c, -s], [s, c]])
-        out: np.ndarray = local @ rot.T + np.array([self.x, self.y])
-        return out
-
-    def as_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"shape": self.shape, "x": self.x, "y": self.y, "yaw": self.yaw,
-                             "height": self.height}
-        if self.shape == "rect":
-            d["size"] = [2 * self.half_size[0], 2 * self.half_size[1]]
-        else:
-            d["radius"] = self.radius
-        return d
-
-
-@dataclass
-class WorldObject:
-    """A graspable object.  ``shape`` is its footprint outline in its own frame (N x 2)."""
-
-    name: str
-    kind: str  # "cup" | "paper"
-    x: float
-    y: float
-    radius: float
-    height: float
-    shape: np.ndarray
-    z: float = 0.0
-    yaw: float = 0.0
-    location: Location = "table"
-
-    @property
-    def width(self) -> float:
-        return 2.0 * self.radius
-
-    def outline(self) -> np.ndarray:
-        c, s = math.cos(self.yaw), math.sin(self.yaw)
-        rot = np.array([[c, -s], [s, c]])
-        out: np.ndarray = self.shape @ rot.T + np.array([self.x, self.y])
-        return out
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind, "x": self.x, "y": self.y, "z": self.z, "yaw": self.yaw,
-            "radius": self.radius, "width": self.width, "height": self.height,
-            "location": self.location, "held": self.location == "held",
-            "in_tray": self.location == "tray", "in_bin": self.location == "bin",
-            "on_table": self.location in ("table", "tray", "bin"),
-        }
-
-
-def _disc(radius: float, n: int = 20) -> np.ndarray:
-    a = np.linspace(0.0, 2 * math.pi, n, endpoint=False)
-    return np.stack([radius * np.cos(a), radius * np.sin(a)], axis=1)
-
-
-def _blob(radius: float, rng: np.random.Generator, n: int = 14) -> np.ndarray:
-    a = np.linspace(0.0, 2 * math.pi, n, endpoint=False)
-    r = radius * (0.8 + 0.25 * rng.random(n))
-    r = np.minimum(r, radius)
-    return np.stack([r * np.cos(a), r * np.sin(a)], axis=1)
-
-
-@dataclass
-class WorldEvent:
-    t: float
-    kind: str  # grasped | grasp_failed | released | slipped | moved | dropped_off_table
-    detail: dict[str, Any] = field(default_factory=dict)
+from .layout import TableLayout
+from .tabletop import GOALS, WorldConfig, WorldError, WorldEvent, WorldObject
+from .truth import truth_record
 
 
 def merge_command(world: Any, positions: Mapping[str, float] | Sequence[float] | np.ndarray,
@@ -263,6 +95,7 @@ class World:
         self._vmax = arm.velocity * config.speed_scale
         self.layout_version = 0
         self.seed = int(seed)
+        self._layout = TableLayout(arm, config)
         self.reset(seed)
 
     # setup ----------------------------------------------------------------------------------
@@ -285,121 +118,20 @@ class World:
         self.steps = 0
         self.faults.reset(self.seed)
         rng = np.random.default_rng([self.seed, 0x7AB1E])
-        self.receptacles, self.objects = self._place(rng)
+        self.receptacles, self.objects = self._layout.place(rng)
         self.layout_version += 1
         self._update_tip()
-
-    def _place(self, rng: np.random.Generator
-               ) -> tuple[dict[str, Receptacle], dict[str, WorldObject]]:
-        cfg = self.config
-        tray_r = math.hypot(cfg.tray_size[0], cfg.tray_size[1]) / 2
-        specs: list[tuple[str, float, tuple[float, float], float]] = [
-            ("tray", tray_r, cfg.receptacle_r, 0.08),
-            ("bin", cfg.bin_radius, cfg.receptacle_r, 0.08),
-            ("red_cup", cfg.cup_radius, cfg.object_r, cfg.grasp_z),
-            ("yellow_paper", cfg.paper_radius, cfg.object_r, cfg.grasp_z),
-        ]
-        for _attempt in range(cfg.placement_attempts):
-            placed: list[tuple[str, float, float, float]] = []
-            ok = True
-            for name, radius, (r_lo, r_hi), z in specs:
-                xy = self._sample_free(rng, radius, r_lo, r_hi, placed, z)
-                if xy is None:
-                    ok = False
-                    break
-                placed.append((name, xy[0], xy[1], radius))
-            if ok:
-                break
-        else:
-            raise WorldError(
-                f"could not place the objects without overlap in {cfg.placement_attempts} tries"
-            )
-        pos = {name: (x, y) for name, x, y, _ in placed}
-        tray_yaw = float(rng.uniform(0.0, math.pi))
-        receptacles = {
-            "tray": Receptacle("tray", "rect", *pos["tray"], yaw=tray_yaw,
-                               half_size=(cfg.tray_size[0] / 2, cfg.tray_size[1] / 2),
-                               height=cfg.tray_height),
-            "bin": Receptacle("bin", "circle", *pos["bin"], radius=cfg.bin_radius,
-                              height=cfg.bin_height),
-        }
-        objects = {
-            "red_cup": WorldObject("red_cup", "cup", *pos["red_cup"], radius=cfg.cup_radius,
-                                   height=cfg.cup_height, shape=_disc(cfg.cup_radius)),
-            "yellow_paper": WorldObject(
-                "yellow_paper", "paper", *pos["yellow_paper"], radius=cfg.paper_radius,
-                height=cfg.paper_height, shape=_blob(cfg.paper_radius, rng),
-                yaw=float(rng.uniform(0.0, 2 * math.pi)),
-            ),
-        }
-        return receptacles, objects
-
-    def _sample_free(
-        self,
-        rng: np.random.Generator,
-        radius: float,
-        r_lo: float,
-        r_hi: float,
-        placed: Sequence[tuple[str, float, float, float]],
-        z: float,
-        tries: int = 60,
-    ) -> tuple[float, float] | None:
-        cfg = self.config
-        for _ in range(tries):
-            r = float(rng.uniform(r_lo, r_hi))
-            b = float(rng.uniform(-cfg.max_bearing, cfg.max_bearing))
-            x, y = r * math.cos(b), r * math.sin(b)
-            if not self._on_table(x, y, radius):
-                continue
-            if any(math.hypot(x - px, y - py) < radius + pr + cfg.margin
-                   for _, px, py, pr in placed):
-                continue
-            if not self._reachable_fast(x, y, z):
-                continue
-            return x, y
-        return None
 
     def free_spot(self, rng: np.random.Generator, obj: WorldObject,
                   objects: Iterable[WorldObject], tries: int = 200
                   ) -> tuple[float, float] | None:
         """A reachable spot on the table where ``obj`` overlaps none of the other
         ``objects`` and no receptacle of this layout (None if ``tries`` draws found none)."""
-        others = [(o.name, o.x, o.y, o.radius) for o in objects if o.name != obj.name]
-        others += [(r.name, r.x, r.y, r.bounding_radius) for r in self.receptacles.values()]
-        cfg = self.config
-        return self._sample_free(rng, obj.radius, *cfg.object_r, others, cfg.grasp_z, tries)
-
-    def _on_table(self, x: float, y: float, radius: float = 0.0) -> bool:
-        (x0, x1), (y0, y1) = self.config.table_x, self.config.table_y
-        return x0 + radius <= x <= x1 - radius and y0 + radius <= y <= y1 - radius
-
-    def _reachable_fast(self, x: float, y: float, z: float) -> bool:
-        """:meth:`reachable` from a table over the distance from the pan axis: the arm is
-        symmetric about it, so within the pan limits only r (and z) matter."""
-        lo, hi = self.arm.limits["shoulder_pan"].lower, self.arm.limits["shoulder_pan"].upper
-        if not lo <= math.atan2(y, x) <= hi:
-            return False
-        cfg = self.config
-        r0 = min(cfg.object_r[0], cfg.receptacle_r[0])
-        r1 = max(cfg.object_r[1], cfg.receptacle_r[1])
-        key = (str(self.arm.urdf_path), round(z, 4), round(r0, 4), round(r1, 4))
-        table = _REACH_CACHE.get(key)
-        if table is None:
-            radii = r0 + _REACH_STEP * np.arange(int((r1 - r0) / _REACH_STEP) + 2)
-            ok = np.array([self.reachable(self.arm.pan_axis_x + float(r), 0.0, z)
-                           for r in radii])
-            table = _REACH_CACHE.setdefault(key, ok)
-        i = int((math.hypot(x - self.arm.pan_axis_x, y) - r0) / _REACH_STEP)
-        return i >= 0 and i + 1 < len(table) and bool(table[i]) and bool(table[i + 1])
+        return self._layout.free_spot(rng, obj, objects, self.receptacles.values(), tries)
 
     def reachable(self, x: float, y: float, z: float) -> bool:
         """Whether the tip can get to (x, y, z) and to 8 cm above it with a downward pitch."""
-        try:
-            for zz in (z, z + 0.08):
-                self.arm.ik_search((x, y, zz), APPROACH_PITCHES)
-        except UnreachableError:
-            return False
-        return True
+        return self._layout.reachable(x, y, z)
 
     # commands -------------------------------------------------------------------------------
     def command(
@@ -529,7 +261,7 @@ class World:
                 obj.z = rec.height if rec.shape == "rect" else 0.0
                 break
         else:
-            if self._on_table(x, y):
+            if self._layout.on_table(x, y):
                 obj.location, obj.z = "table", 0.0
             else:
                 obj.location, obj.z = "floor", 0.0
@@ -559,7 +291,7 @@ class World:
             return
         obj.x, obj.y = float(xy[0]), float(xy[1])
         obj.z = 0.0
-        obj.location = "table" if self._on_table(obj.x, obj.y) else "floor"
+        obj.location = "table" if self._layout.on_table(obj.x, obj.y) else "floor"
         for rec in self.receptacles.values():
             if rec.contains(obj.x, obj.y):
                 obj.location = rec.name
@@ -595,30 +327,3 @@ class World:
         """Ground truth as plain data (tests, the ideal controller and benchmarks only)."""
         return truth_record(self, {n: o.as_dict() for n, o in self.objects.items()})
 
-
-def truth_record(world: Any, objects: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The ground-truth record of either backend's world, with ``objects`` (name -> its
-    record with a ``location``) as that world judges them."""
-    _, pitch, yaw = world.arm.fk(world.q)
-    return {
-        "t": world.t,
-        "seed": world.seed,
-        "objects": objects,
-        "receptacles": {n: r.as_dict() for n, r in world.receptacles.items()},
-        "held": world.held.name if world.held is not None else None,
-        "in_tray": [n for n, o in objects.items() if o["location"] == "tray"],
-        "in_bin": [n for n, o in objects.items() if o["location"] == "bin"],
-        "joints": world.joint_positions(),
-        "targets": {n: float(v) for n, v in zip(world.joint_names, world.target, strict=True)},
-        "tip": [float(v) for v in world.tip_xyz],
-        "pitch": pitch,
-        "yaw": yaw,
-        "gripper": float(world.q[5]),
-        "at_home": world.at_home(),
-        "task_complete": world.task_complete(),
-        "success": world.success(),
-        "path_length": world.path_length,
-        "steps": world.steps,
-        "events": [{"t": e.t, "kind": e.kind, **e.detail} for e in world.events],
-        "faults": world.faults.summary(),
-    }

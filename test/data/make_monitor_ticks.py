@@ -39,8 +39,10 @@ from solarian_agent.arm.grasp import grasp_joints
 from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.kinematics import ArmModel
 from solarian_agent.sim.faults import FaultConfig, FaultInjector
+from solarian_agent.sim.layout import APPROACH_PITCHES
 from solarian_agent.sim.render import Renderer
-from solarian_agent.sim.world import APPROACH_PITCHES, World, WorldConfig
+from solarian_agent.sim.tabletop import WorldConfig
+from solarian_agent.sim.world import World
 
 OUT = Path(__file__).resolve().parent / "monitor_ticks"
 CLOSE_UP = [0.2, 0.35, 0.8, 1.0]  # wrist camera, as config/controller.yaml: the jaws

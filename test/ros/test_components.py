@@ -272,8 +272,7 @@ def test_a_servo_trip_reaches_the_planner_and_its_episode_log_naming_the_servo(t
 
 def _arm_at_home(core, bus):
     """The arm core configured, active, and brought home by a streamed command (as teleop)."""
-    from solarian_agent.arm.kinematics import JOINT_NAMES
-    from solarian_agent.sim.world import HOME
+    from solarian_agent.arm.kinematics import HOME, JOINT_NAMES
 
     arm = core.parts["arm"]
     arm.configure()

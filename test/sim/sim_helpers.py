@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from solarian_agent.sim.world import APPROACH_PITCHES, World
+from solarian_agent.sim.layout import APPROACH_PITCHES
+from solarian_agent.sim.world import World
 
 DT = 0.02
 

@@ -9,7 +9,8 @@ from sim_helpers import JAW_CLOSE, JAW_OPEN, jaws_around, move_tip, set_gripper
 from solarian_agent.arm.kinematics import ArmModel
 from solarian_agent.sim.faults import FaultConfig, FaultInjector, InvalidFaultError
 from solarian_agent.sim.ideal import IdealController, run_ideal_episode
-from solarian_agent.sim.world import OBJECT_NAMES, World
+from solarian_agent.sim.tabletop import OBJECT_NAMES
+from solarian_agent.sim.world import World
 
 
 def _decisions(seed: int) -> list[bool]:

@@ -9,17 +9,16 @@ import pytest
 from sim_helpers import DT, JAW_CLOSE, JAW_OPEN, jaws_around, move_tip, set_gripper, settle
 
 from solarian_agent.arm.jaw import SO101_JAW
-from solarian_agent.arm.kinematics import ArmModel
+from solarian_agent.arm.kinematics import HOME, ArmModel
 from solarian_agent.core.errors import ConfigError
-from solarian_agent.sim.world import (
+from solarian_agent.sim.tabletop import (
     GOALS,
-    HOME,
     OBJECT_NAMES,
     RECEPTACLE_NAMES,
-    World,
     WorldConfig,
     WorldError,
 )
+from solarian_agent.sim.world import World
 
 
 def footprints(world: World) -> list[tuple[str, float, float, float]]:

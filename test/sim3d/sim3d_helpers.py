@@ -6,8 +6,8 @@ import numpy as np
 
 from solarian_agent.arm.grasp import descent, grasp_joints, open_angle
 from solarian_agent.arm.jaw import SO101_JAW
+from solarian_agent.sim.layout import APPROACH_PITCHES
 from solarian_agent.sim.mujoco.world import MujocoWorld
-from solarian_agent.sim.world import APPROACH_PITCHES
 
 DT = 0.02
 HOVER_Z = 0.09  # tool point height above an object before the descent (m)

@@ -11,10 +11,10 @@ from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.kinematics import JOINT_NAMES
 from solarian_agent.core import names
 from solarian_agent.core.messages import CameraInfo, Image, JointState
+from solarian_agent.sim.layout import APPROACH_PITCHES
 from solarian_agent.sim.mujoco.render import MujocoRenderer
 from solarian_agent.sim.mujoco.world import MujocoWorld
 from solarian_agent.sim.rig import SimRig
-from solarian_agent.sim.world import APPROACH_PITCHES
 
 
 class Rig(SimRig):

@@ -17,7 +17,8 @@ from solarian_agent.sim.ideal import IdealConfig, IdealController
 from solarian_agent.sim.mujoco.scene import SceneConfig
 from solarian_agent.sim.mujoco.urdf_mjcf import ArmPhysics
 from solarian_agent.sim.mujoco.world import DEFAULT_CONFIG, MujocoWorld, MujocoWorldConfig
-from solarian_agent.sim.world import World, WorldError
+from solarian_agent.sim.tabletop import WorldError
+from solarian_agent.sim.world import World
 
 
 @pytest.mark.parametrize("seed", [3, 11])

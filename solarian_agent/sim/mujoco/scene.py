@@ -31,7 +31,7 @@ import numpy as np
 from solarian_agent.core.errors import ConfigError
 
 from ..camera import CAMERA_SPECS, CameraSpec
-from ..world import Receptacle, WorldConfig, WorldObject
+from ..tabletop import Receptacle, WorldConfig, WorldObject
 from .prints import TablePrint, add_prints
 from .urdf_mjcf import ArmMjcf, ArmPhysics, fmt, matrix_quat
 

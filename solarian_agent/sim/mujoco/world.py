@@ -33,24 +33,28 @@ import mujoco
 import numpy as np
 
 from solarian_agent.arm.description import mesh_dir
-from solarian_agent.arm.kinematics import GRIPPER_JOINT, JOINT_NAMES, TIP_FRAME, ArmModel
+from solarian_agent.arm.kinematics import (
+    GRIPPER_JOINT,
+    HOME_TOLERANCE,
+    JOINT_NAMES,
+    TIP_FRAME,
+    ArmModel,
+)
 from solarian_agent.core.errors import ConfigError
 
 from ..camera import CAMERA_SPECS
 from ..faults import FaultInjector, PendingMove
-from ..world import (
+from ..tabletop import (
     GOALS,
-    HOME_TOLERANCE,
     OBJECT_NAMES,
     Receptacle,
-    World,
     WorldConfig,
     WorldError,
     WorldEvent,
     WorldObject,
-    merge_command,
-    truth_record,
 )
+from ..truth import truth_record
+from ..world import World, merge_command
 from .prints import TablePrint
 from .scene import SCENE_CONAFFINITY, SCENE_CONTYPE, Layout, SceneConfig, build_scene, fovy_deg
 from .urdf_mjcf import ARM_CONTYPE, ArmMjcf, arm_mjcf, read_urdf

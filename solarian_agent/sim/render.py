@@ -10,8 +10,10 @@
 
 Default colours (BGR) are chosen so a classical HSV detector separates them: red cup
 (40, 40, 200), yellow paper (40, 200, 220), grey-blue tray, dark bin, on a light low-saturation
-table.  :class:`VisualStyle` holds the knobs of the domain-shift test (experiment 6-14):
-table colour / texture, object colours / textures, lighting gain and gradient, pixel noise.
+table.  :class:`~solarian_agent.sim.visual_style.VisualStyle` holds the knobs of the
+domain-shift test (experiment 6-14): table colour / texture, object colours / textures,
+lighting gain and gradient, pixel noise.  The drawing primitives and the jaws are in
+:mod:`.drawing`.
 
 Cheap by construction: the static layer (floor, table, tray, bin) of the overhead view is drawn
 once per layout; a frame is a copy plus a handful of polygons.
@@ -21,13 +23,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from typing import Any
 
 import cv2
 import numpy as np
 
-from solarian_agent.arm.jaw import SO101_JAW
 from solarian_agent.arm.kinematics import TIP_FRAME, ArmModel
 
 from .camera import (
@@ -40,7 +40,9 @@ from .camera import (
     project,
     unproject,
 )
+from .drawing import WRIST_VIEW, View, draw_jaws, jaw_frame, surface
 from .tabletop import Receptacle, WorldObject
+from .visual_style import OBJECT_TEXTURES, TABLE_TEXTURES, VisualStyle, shade
 from .world import World
 
 __all__ = [
@@ -57,250 +59,8 @@ __all__ = [
     "unproject",
 ]
 
-BGR = tuple[int, int, int]
-TABLE_TEXTURES: tuple[str, ...] = ("none", "wood", "checker", "blotches")
-OBJECT_TEXTURES: tuple[str, ...] = ("none", "speckle", "stripes")
-_NEAR = 0.01  # m: polygons are clipped at this depth in front of a camera
-_SHIFT = 4  # sub-pixel bits for cv2 polygon drawing
 _ARM_FRAMES = ("upper_arm_link", "lower_arm_link", "wrist_link", "gripper_link",
                TIP_FRAME, "moving_jaw_so101_v1_link")
-
-
-def _wrist_view() -> np.ndarray:
-    """The wrist close-up's optical frame in :func:`jaw_frame`: 9 cm behind the jaw tips,
-    3.5 cm to the side, pitched 10 degrees toward the jaws, centred on their gap, so the jaws
-    reach up from the image's bottom edge on either side of it.  The 2D world draws the wrist
-    view from here rather than from the URDF's wrist_camera_optical (beside the fixed jaw):
-    the classical monitor and ``scene.held_in_wrist`` read a close-up centred on the gap."""
-    a = math.radians(10.0)
-    ry = np.array([[math.cos(a), 0.0, math.sin(a)], [0.0, 1.0, 0.0],
-                   [-math.sin(a), 0.0, math.cos(a)]])
-    optical = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
-    out = np.eye(4)
-    out[:3, :3] = ry @ optical
-    out[:3, 3] = (-0.09, 0.0, 0.035)
-    return out
-
-
-def jaw_frame(poses: dict[str, np.ndarray], jaw_angle: float) -> tuple[np.ndarray, float]:
-    """The jaws' drawing frame and opening (m): origin midway between the jaws' inner faces
-    at the tool point's depth, x along the approach (out of the jaws), y along the closing
-    direction (gripper_link's x), z across; the fixed jaw's face is at y = -opening / 2."""
-    opening = SO101_JAW.opening(jaw_angle)
-    approach = poses[TIP_FRAME][:3, 2]
-    closing = poses["gripper_link"][:3, 0]
-    out = np.eye(4)
-    out[:3, 0], out[:3, 1] = approach, closing
-    out[:3, 2] = np.cross(approach, closing)
-    out[:3, 3] = poses[TIP_FRAME][:3, 3] + closing * (opening / 2)
-    return out, opening
-
-
-WRIST_VIEW = _wrist_view()
-
-
-@dataclass(frozen=True)
-class VisualStyle:
-    table_bgr: BGR = (178, 200, 215)
-    floor_bgr: BGR = (70, 74, 78)
-    wall_bgr: BGR = (125, 120, 115)
-    table_texture: str = "none"
-    texture_strength: float = 0.12  # relative brightness swing of the table texture
-    cup_bgr: BGR = (40, 40, 200)
-    paper_bgr: BGR = (40, 200, 220)
-    tray_bgr: BGR = (150, 128, 108)
-    bin_bgr: BGR = (48, 46, 44)
-    arm_bgr: BGR = (222, 222, 216)
-    base_bgr: BGR = (55, 55, 60)
-    finger_bgr: BGR = (128, 128, 128)  # the jaws (name kept: other backends read it)
-    object_texture: str = "none"
-    light_gain: float = 1.0
-    light_gradient: float = 0.0  # 0..1: darkening away from a light spot
-    noise_std: float = 0.0  # Gaussian pixel noise, grey levels
-    seed: int = 0  # texture, light spot and noise draws
-
-    def __post_init__(self) -> None:
-        if self.table_texture not in TABLE_TEXTURES:
-            raise RenderError(f"table_texture {self.table_texture!r} not in {TABLE_TEXTURES}")
-        if self.object_texture not in OBJECT_TEXTURES:
-            raise RenderError(
-                f"object_texture {self.object_texture!r} not in {OBJECT_TEXTURES}"
-            )
-        if not self.light_gain > 0:
-            raise RenderError("light_gain must be > 0")
-        if not 0.0 <= self.light_gradient <= 1.0:
-            raise RenderError("light_gradient must be in [0, 1]")
-        if self.noise_std < 0 or self.texture_strength < 0:
-            raise RenderError("noise_std and texture_strength must be >= 0")
-
-    @classmethod
-    def randomized(
-        cls,
-        seed: int,
-        *,
-        background: bool = False,
-        appearance: bool = False,
-        lighting: bool = False,
-        noise: bool = False,
-    ) -> VisualStyle:
-        """A style for the domain-shift test: each flag varies one group of knobs (all
-        ``False`` gives the default look).  Object colours keep their category (the cup stays
-        reddish, the paper yellowish) so the task stays well defined."""
-        rng = np.random.default_rng([int(seed), 0x57E1])
-        style = cls(seed=int(seed))
-        if background:
-            hue = rng.uniform(0, 180)
-            style = replace(
-                style,
-                table_bgr=_hsv_to_bgr(hue, rng.uniform(15, 70), rng.uniform(150, 230)),
-                floor_bgr=_hsv_to_bgr(rng.uniform(0, 180), rng.uniform(0, 60),
-                                      rng.uniform(40, 110)),
-                table_texture=str(rng.choice(TABLE_TEXTURES[1:])),
-                texture_strength=float(rng.uniform(0.08, 0.25)),
-            )
-        if appearance:
-            style = replace(
-                style,
-                cup_bgr=_hsv_to_bgr(rng.uniform(-8, 8) % 180, rng.uniform(160, 255),
-                                    rng.uniform(130, 230)),
-                paper_bgr=_hsv_to_bgr(rng.uniform(22, 34), rng.uniform(120, 230),
-                                      rng.uniform(170, 250)),
-                tray_bgr=_hsv_to_bgr(rng.uniform(95, 125), rng.uniform(30, 90),
-                                     rng.uniform(100, 180)),
-                bin_bgr=_hsv_to_bgr(rng.uniform(0, 180), rng.uniform(0, 60),
-                                    rng.uniform(25, 70)),
-                object_texture=str(rng.choice(OBJECT_TEXTURES[1:])),
-            )
-        if lighting:
-            style = replace(style, light_gain=float(rng.uniform(0.65, 1.35)),
-                            light_gradient=float(rng.uniform(0.1, 0.45)))
-        if noise:
-            style = replace(style, noise_std=float(rng.uniform(3.0, 12.0)))
-        return style
-
-
-def _hsv_to_bgr(h: float, s: float, v: float) -> BGR:
-    px = np.array([[[int(h) % 180, int(np.clip(s, 0, 255)), int(np.clip(v, 0, 255))]]],
-                  dtype=np.uint8)
-    b, g, r = cv2.cvtColor(px, cv2.COLOR_HSV2BGR)[0, 0]
-    return int(b), int(g), int(r)
-
-
-def _shade(c: BGR, k: float) -> BGR:
-    b, g, r = (min(255, max(0, int(v * k))) for v in c)
-    return b, g, r
-
-
-def _clip_near(pc: np.ndarray, near: float = _NEAR) -> np.ndarray | None:
-    """Clip a polygon (N x 3, optical frame) to z >= near (Sutherland-Hodgman, one plane)."""
-    inside = pc[:, 2] >= near
-    if inside.all():
-        return pc
-    if not inside.any():
-        return None
-    out = []
-    n = len(pc)
-    for i in range(n):
-        a, b = pc[i], pc[(i + 1) % n]
-        ia, ib = inside[i], inside[(i + 1) % n]
-        if ia:
-            out.append(a)
-        if ia != ib:
-            t = (near - a[2]) / (b[2] - a[2])
-            out.append(a + t * (b - a))
-    return np.array(out) if len(out) >= 3 else None
-
-
-class _View:
-    """One camera's drawing helpers for a frame."""
-
-    def __init__(self, cam: PinholeCamera, img: np.ndarray) -> None:
-        self.cam = cam
-        self.img = img
-
-    def _pix(self, pc: np.ndarray) -> np.ndarray:
-        uv = self.cam.project_camera_points(pc)
-        return np.round(uv * (1 << _SHIFT)).astype(np.int32)
-
-    def poly(self, pts: np.ndarray, colour: BGR, outline: BGR | None = None,
-             img: np.ndarray | None = None) -> None:
-        pc = _clip_near(self.cam.to_camera(pts))
-        if pc is None:
-            return
-        pix = self._pix(pc)
-        target = self.img if img is None else img
-        cv2.fillPoly(target, [pix], colour, cv2.LINE_8, _SHIFT)
-        if outline is not None:
-            cv2.polylines(target, [pix], True, outline, 1, cv2.LINE_8, _SHIFT)
-
-    def segment(self, a: np.ndarray, b: np.ndarray, width_m: float, colour: BGR) -> None:
-        pc = self.cam.to_camera(np.stack([a, b]))
-        if pc[0, 2] < _NEAR and pc[1, 2] < _NEAR:
-            return
-        for i in (0, 1):
-            if pc[i, 2] < _NEAR:
-                o = pc[1 - i]
-                t = (_NEAR - o[2]) / (pc[i, 2] - o[2])
-                pc[i] = o + t * (pc[i] - o)
-        depth = float(np.mean(pc[:, 2]))
-        px = self._pix(pc)
-        thick = max(1, int(round(self.cam.spec.fx * width_m / depth)))
-        cv2.line(self.img, tuple(px[0]), tuple(px[1]), colour, thick, cv2.LINE_8, _SHIFT)
-
-    def dots(self, pts: np.ndarray, radius_m: float, colour: BGR) -> None:
-        pc = self.cam.to_camera(pts)
-        ok = pc[:, 2] > _NEAR
-        if not ok.any():
-            return
-        pc = pc[ok]
-        px = self._pix(pc)
-        for p, z in zip(px, pc[:, 2], strict=True):
-            r = max(1, int(round(self.cam.spec.fx * radius_m / z * (1 << _SHIFT))))
-            cv2.circle(self.img, (int(p[0]), int(p[1])), r, colour, -1, cv2.LINE_8, _SHIFT)
-
-
-def paint_jaws(cam: PinholeCamera, img: np.ndarray, jaws: np.ndarray, opening: float,
-               colour: BGR) -> None:
-    """:func:`draw_jaws` on ``img`` as ``cam`` (posed) sees it."""
-    draw_jaws(_View(cam, img), jaws, opening, colour)
-
-
-def draw_jaws(view: _View, jaws: np.ndarray, opening: float, colour: BGR) -> None:
-    """Both jaws as boxes in :func:`jaw_frame` (x from the tips at 0 back to -0.075, y
-    outside the gap, z +-0.01); only faces turned towards the camera are drawn.  From the
-    wrist close-up they reach the bottom edge of the image.  Both simulators draw the
-    close-up's jaws so (the MuJoCo one over its rendered scene): the classical monitor reads
-    the same jaws whichever renders the table."""
-    rot, org = jaws[:3, :3], jaws[:3, 3]
-    half = opening / 2
-    light, dark = colour, _shade(colour, 0.72)
-    cam = rot.T @ (view.cam.position - org)  # the camera in the tip frame
-    x0, x1, z0, z1 = -0.075, 0.0, -0.01, 0.01
-    for side in (1.0, -1.0):
-        y0, y1 = side * half, side * (half + 0.01)
-        faces = (
-            (np.array([0, 0, 1.0]), z1, [[x0, y0, z1], [x1, y0, z1], [x1, y1, z1],
-                                         [x0, y1, z1]], light),
-            (np.array([0, 0, -1.0]), -z0, [[x0, y0, z0], [x1, y0, z0], [x1, y1, z0],
-                                           [x0, y1, z0]], light),
-            (np.array([0, -side, 0]), -side * y0, [[x0, y0, z0], [x1, y0, z0],
-                                                   [x1, y0, z1], [x0, y0, z1]], dark),
-            (np.array([0, side, 0]), side * y1, [[x0, y1, z0], [x1, y1, z0],
-                                                 [x1, y1, z1], [x0, y1, z1]], dark),
-            (np.array([1.0, 0, 0]), x1, [[x1, y0, z0], [x1, y1, z0], [x1, y1, z1],
-                                         [x1, y0, z1]], dark),
-        )
-        for normal, offset, corners, shade in faces:
-            if float(normal @ cam) <= offset:  # back face
-                continue
-            pts = np.array(corners) @ rot.T + org
-            view.poly(pts, shade, outline=_shade(shade, 0.6))
-
-
-def _surface(origin: np.ndarray, ax_u: np.ndarray, ax_v: np.ndarray,
-             local: np.ndarray) -> np.ndarray:
-    out: np.ndarray = origin + local[:, :1] * ax_u + local[:, 1:2] * ax_v
-    return out
 
 
 class Renderer(CameraRig):
@@ -374,7 +134,7 @@ class Renderer(CameraRig):
         self._static[key] = (tex, affine)
         return tex, affine
 
-    def _draw_table(self, view: _View, world: World) -> None:
+    def _draw_table(self, view: View, world: World) -> None:
         st = self.style
         outline = self._table_outline(world)
         if st.table_texture == "none":
@@ -388,17 +148,17 @@ class Renderer(CameraRig):
         view.poly(outline, (255, 255, 255), img=mask)
         cv2.copyTo(warped, mask, view.img)
 
-    def _draw_receptacle(self, view: _View, rec: Receptacle) -> None:
+    def _draw_receptacle(self, view: View, rec: Receptacle) -> None:
         st = self.style
         pts = np.column_stack([rec.outline(40), np.zeros(40 if rec.shape == "circle" else 4)])
         if rec.name == "tray":
-            view.poly(pts, st.tray_bgr, outline=_shade(st.tray_bgr, 0.7))
+            view.poly(pts, st.tray_bgr, outline=shade(st.tray_bgr, 0.7))
             inner = np.column_stack([
                 rec.x + (rec.outline(4)[:, 0] - rec.x) * 0.85,
                 rec.y + (rec.outline(4)[:, 1] - rec.y) * 0.85, np.zeros(4)])
-            view.poly(inner, _shade(st.tray_bgr, 1.08))
+            view.poly(inner, shade(st.tray_bgr, 1.08))
         else:
-            view.poly(pts, _shade(st.bin_bgr, 1.6))  # the rim
+            view.poly(pts, shade(st.bin_bgr, 1.6))  # the rim
             inner = np.column_stack([rec.x + (pts[:, 0] - rec.x) * 0.85,
                                      rec.y + (pts[:, 1] - rec.y) * 0.85, np.zeros(len(pts))])
             view.poly(inner, st.bin_bgr)
@@ -413,7 +173,7 @@ class Renderer(CameraRig):
             spec = self.specs[name]
             img = np.empty((spec.height, spec.width, 3), dtype=np.uint8)
             img[:] = self.style.floor_bgr
-            view = _View(self._cams[name], img)
+            view = View(self._cams[name], img)
             self._draw_table(view, world)
             for rec in world.receptacles.values():
                 self._draw_receptacle(view, rec)
@@ -440,33 +200,33 @@ class Renderer(CameraRig):
             marks[kind] = (dots, np.array(segs))
         return marks
 
-    def _draw_object(self, view: _View, obj: WorldObject, origin: np.ndarray,
+    def _draw_object(self, view: View, obj: WorldObject, origin: np.ndarray,
                      ax_u: np.ndarray, ax_v: np.ndarray) -> None:
         st = self.style
         colour = st.cup_bgr if obj.kind == "cup" else st.paper_bgr
         c, s = math.cos(obj.yaw), math.sin(obj.yaw)
         u = c * ax_u + s * ax_v
         v = -s * ax_u + c * ax_v
-        view.poly(_surface(origin, u, v, obj.shape), colour, outline=_shade(colour, 0.75))
+        view.poly(surface(origin, u, v, obj.shape), colour, outline=shade(colour, 0.75))
         if obj.kind == "cup":  # the inside of the cup, seen from above
-            view.poly(_surface(origin, u, v, obj.shape * 0.72), _shade(colour, 0.78))
+            view.poly(surface(origin, u, v, obj.shape * 0.72), shade(colour, 0.78))
         else:  # creases
             creases = np.array([[-0.5, -0.2], [0.1, 0.3], [0.4, -0.3]]) * obj.radius
             for a, b in zip(creases[:-1], creases[1:], strict=True):
-                p, q = _surface(origin, u, v, np.stack([a, b]))
-                view.segment(p, q, 0.002, _shade(colour, 0.8))
+                p, q = surface(origin, u, v, np.stack([a, b]))
+                view.segment(p, q, 0.002, shade(colour, 0.8))
         if st.object_texture == "none":
             return
         dots, segs = self._marks[obj.kind]
-        mark = _shade(colour, 0.55) if obj.kind == "cup" else _shade(colour, 0.7)
+        mark = shade(colour, 0.55) if obj.kind == "cup" else shade(colour, 0.7)
         if st.object_texture == "speckle":
-            view.dots(_surface(origin, u, v, dots * obj.radius), obj.radius * 0.08, mark)
+            view.dots(surface(origin, u, v, dots * obj.radius), obj.radius * 0.08, mark)
         else:
             for seg in segs:
-                a, b = _surface(origin, u, v, seg * obj.radius)
+                a, b = surface(origin, u, v, seg * obj.radius)
                 view.segment(a, b, obj.radius * 0.12, mark)
 
-    def _draw_table_objects(self, view: _View, world: World) -> None:
+    def _draw_table_objects(self, view: View, world: World) -> None:
         ex, ey = np.array([1.0, 0, 0]), np.array([0, 1.0, 0])
         # objects in the bin first (they are inside it), then the rest
         order = sorted(world.objects.values(), key=lambda o: o.location != "bin")
@@ -478,7 +238,7 @@ class Renderer(CameraRig):
     # cameras ------------------------------------------------------------------------------------
     def _render_fixed(self, name: str, world: World) -> np.ndarray:
         img = self._static_overhead(name, world).copy()
-        view = _View(self._cams[name], img)
+        view = View(self._cams[name], img)
         self._draw_table_objects(view, world)
         poses = self.arm.frame_poses(world.q, _ARM_FRAMES)
         st = self.style
@@ -486,7 +246,7 @@ class Renderer(CameraRig):
                                    0.045 * np.sin(np.linspace(0, 2 * np.pi, 24)),
                                    np.full(24, 0.05)]), st.base_bgr)
         p = {k: v[:3, 3] for k, v in poses.items()}
-        arm_c, edge = st.arm_bgr, _shade(st.arm_bgr, 0.8)
+        arm_c, edge = st.arm_bgr, shade(st.arm_bgr, 0.8)
         view.segment(p["upper_arm_link"], p["lower_arm_link"], 0.034, edge)
         view.segment(p["upper_arm_link"], p["lower_arm_link"], 0.028, arm_c)
         view.segment(p["lower_arm_link"], p["wrist_link"], 0.03, edge)
@@ -505,7 +265,7 @@ class Renderer(CameraRig):
         self._draw_jaws(view, jaws, opening)
         return img
 
-    def _draw_jaws(self, view: _View, jaws: np.ndarray, opening: float) -> None:
+    def _draw_jaws(self, view: View, jaws: np.ndarray, opening: float) -> None:
         draw_jaws(view, jaws, opening, self.style.finger_bgr)
 
     def _render_wrist(self, name: str, world: World) -> np.ndarray:
@@ -521,7 +281,7 @@ class Renderer(CameraRig):
             blank[:] = st.wall_bgr
             self._static[("blank", name)] = blank
         img = blank.copy()
-        view = _View(cam, img)
+        view = View(cam, img)
         f = 3.0
         view.poly(np.array([[-f, -f, 0.0], [f, -f, 0.0], [f, f, 0.0], [-f, f, 0.0]]),
                   st.floor_bgr)

@@ -13,10 +13,11 @@ from solarian_agent.arm.kinematics import TIP_FRAME, ArmModel
 from solarian_agent.perception import cv_monitor, scene
 from solarian_agent.sim.backend import point_heights
 from solarian_agent.sim.camera import RenderError
+from solarian_agent.sim.drawing import WRIST_VIEW, jaw_frame
 from solarian_agent.sim.mujoco.render import MujocoRenderer
 from solarian_agent.sim.mujoco.style import SceneStyle
 from solarian_agent.sim.mujoco.world import MujocoWorld
-from solarian_agent.sim.render import WRIST_VIEW, Renderer, jaw_frame
+from solarian_agent.sim.render import Renderer
 
 
 def _edge_samples(world: MujocoWorld, cam: object, inset_px: float = 4.0

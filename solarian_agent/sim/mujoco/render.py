@@ -8,7 +8,7 @@ the skills'.  The MJCF's cameras sit on the same frames with the same field of v
 point on the table lands on the same pixel in both backends (unless a style jitters the
 cameras on purpose).  The wrist camera is the 2D renderer's close-up, which the classical
 monitor and the held check read: from behind the jaws' gap
-(:func:`~solarian_agent.sim.render.jaw_frame`), a viewpoint inside the gripper's body, so it
+(:func:`~solarian_agent.sim.drawing.jaw_frame`), a viewpoint inside the gripper's body, so it
 draws the scene and the jaws' fingers only (``FINGER_VIEW_GROUP``).  From the URDF's
 wrist_camera, beside the fixed jaw, the fixed jaw would hide an object held between the jaws.
 
@@ -37,7 +37,8 @@ import numpy as np
 from solarian_agent.arm.kinematics import TIP_FRAME, ArmModel
 
 from ..camera import OVERHEAD, WRIST, CameraRig, CameraSpec, RenderError
-from ..render import WRIST_VIEW, VisualStyle, _shade, jaw_frame, paint_jaws
+from ..drawing import WRIST_VIEW, jaw_frame, paint_jaws
+from ..visual_style import VisualStyle, shade
 from . import gl
 from .scene import KEY_AMBIENT, KEY_DIFFUSE, TABLE_MATERIALS
 from .style import SceneStyle
@@ -170,14 +171,14 @@ class MujocoRenderer(CameraRig):
         for name in TABLE_MATERIALS:
             mat(name, vis.table_bgr)
         mat("floor", vis.floor_bgr)
-        mat("leg", _shade(vis.floor_bgr, 1.2))
+        mat("leg", shade(vis.floor_bgr, 1.2))
         mat("cup", vis.cup_bgr)
-        mat("cup_inside", _shade(vis.cup_bgr, 0.78))
+        mat("cup_inside", shade(vis.cup_bgr, 0.78))
         mat("paper", vis.paper_bgr)
         mat("tray", vis.tray_bgr)
-        mat("tray_rim", _shade(vis.tray_bgr, 0.85))
+        mat("tray_rim", shade(vis.tray_bgr, 0.85))
         mat("bin", vis.bin_bgr)
-        mat("bin_rim", _shade(vis.bin_bgr, 1.6))
+        mat("bin_rim", shade(vis.bin_bgr, 1.6))
         # the arm's printed parts in the style's arm colour, as the 2D renderer draws the arm
         # (the URDF's yellow print is the paper ball's colour to the overhead's segmentation:
         # a parked arm would read as the paper), its servos in the base's

@@ -1,6 +1,6 @@
 """The 3D scene's look, and its domain shift: lighting, textures, camera pose jitter.
 
-:class:`SceneStyle` wraps the 2D renderer's :class:`~solarian_agent.sim.render.VisualStyle`
+:class:`SceneStyle` wraps the 2D renderer's :class:`~solarian_agent.sim.visual_style.VisualStyle`
 (the colours, the table texture and the light gain mean the same in both backends, so a
 domain-shift regime is comparable across them) and adds what only 3D has:
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..camera import RenderError
-from ..render import VisualStyle
+from ..visual_style import VisualStyle
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ COMMANDS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
               "the operator panel (a web page) over the embedded robot, or --ros"),
     "eval-monitor": (_lazy("solarian_agent.monitor_eval", "main_eval"),
                      "evaluate monitor questions on labelled ticks"),
-    "label-ticks": (_lazy("solarian_agent.monitor_eval", "main_label"),
+    "label-ticks": (_lazy("solarian_agent.monitor_label", "main_label"),
                     "label recorded monitor ticks"),
     "make-ticks": (_lazy("solarian_agent.monitor_record", "main_make_ticks"),
                    "record labelled monitor ticks from simulated episodes under faults"),

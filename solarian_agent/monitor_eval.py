@@ -1,33 +1,18 @@
-"""Measure monitor questions on recorded ticks before trusting them, since a vision answer can
-be wrong: a wording is judged by the per-pick replay of its rules, not by per-tick accuracy
-alone.
+"""``eval-monitor TICKS --repeats 3 [--model M] [--reasoning R] [--no-target]``
+(:func:`main_eval`): measure monitor questions on recorded ticks before trusting them, since a
+vision answer can be wrong: a wording is judged by the per-pick replay of its rules, not by
+per-tick accuracy alone.
 
-Two commands (the CLI wires them as ``solarian-agent label-ticks`` and ``eval-monitor``):
+Sends each labelled tick as the robot would (its images, labels and ages, the readings,
+marked where the boxes say unless ``--no-target``) ``--repeats`` times, and reports per
+question: accuracy, the confusion between choices, how often an answer met a rule's condition
+on a tick labelled otherwise (wrong tick), how often it fell below its floor, how often the
+repeats of one tick disagree, and latency.  Then it replays each pick through the skill's
+rules, consecutive included, and prints the first rule to fire and the label of the tick it
+fired on.
 
-``label-ticks TICKS`` (:func:`main_label`)
-    Shows each tick's previous | current close-up over the question (written to
-    ``--image-out`` and, with ``--show``, in a window) and reads keys from a stream, one per line:
-    ``1``-``4`` label the tick with that choice (a predicate: 1 true, 2 false), ``s`` unsure,
-    ``b`` back, ``q`` quit.  Labels are appended to ``--labels`` (default
-    ``TICKS/labels.jsonl``; the last label of a tick wins) and a new session resumes at the first
-    tick missing one.  With ``--mark-target`` it also asks where the target is in each close-up
-    (``x0 y0 x1 y1`` as tight as a tracker's mask, or ``o`` when it is out of view); boxes go to
-    ``--targets`` (default ``TICKS/targets.jsonl``).
-
-``eval-monitor TICKS --repeats 3 [--model M] [--reasoning R] [--no-target]`` (:func:`main_eval`)
-    Sends each labelled tick as the robot would (its images, labels and ages, the readings,
-    marked where the boxes say unless ``--no-target``) ``--repeats`` times, and reports per
-    question: accuracy, the confusion between choices, how often an answer met a rule's condition
-    on a tick labelled otherwise (wrong tick), how often it fell below its floor, how often the
-    repeats of one tick disagree, and latency.  Then it replays each pick through the skill's
-    rules, consecutive included, and prints the first rule to fire and the label of the tick it
-    fired on.
-
-``TICKS`` is a tick-set directory (``ticks.jsonl``, ``images/``, ``skill.json`` with the tool's
-``monitor`` questions; made by ``solarian-agent make-ticks`` from the product's own episodes, or
-see ``test/data/make_monitor_ticks.py``) or an episode log directory (or
-a tree of them), whose ``monitor_tick`` events name the frames the monitor saw; then
-``--skill`` names a JSON/YAML file holding the tool's ``monitor`` questions.
+``TICKS`` and its labels are read by :mod:`.tick_sets` and labelled with ``label-ticks``
+(:mod:`.monitor_label`).
 """
 
 from __future__ import annotations
@@ -37,16 +22,13 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import cv2
-import numpy as np
-import yaml
 
 from .cli_common import CliParser
-from .cli_keys import KeyReader
 from .core.monitor import (
     BELOW_FLOOR,
     MET,
@@ -54,7 +36,6 @@ from .core.monitor import (
     RuleState,
     condition,
     draw_mark,
-    parse_questions,
 )
 from .core.text import TerminalWriter
 from .perception import images as im
@@ -64,286 +45,17 @@ from .perception.vision import (
     MonitorTickRequest,
     VisionBackend,
 )
+from .tick_sets import (
+    UNSURE,
+    Tick,
+    TickSet,
+    load_labels,
+    load_targets,
+    load_ticks,
+    skill_file,
+    tick_options,
+)
 
-UNSURE = "unsure"
-
-
-# -------------------------------------------------------------------------------------------
-# loading
-# -------------------------------------------------------------------------------------------
-
-@dataclass
-class Tick:
-    id: str
-    pick: str
-    tick: int
-    tool: str
-    elapsed_s: float
-    questions: list[str]
-    images: list[dict[str, Any]]
-    readings: dict[str, Any]
-    root: Path
-
-    def image_path(self, rec: dict[str, Any]) -> Path:
-        return self.root / str(rec["file"])
-
-
-@dataclass
-class TickSet:
-    ticks: list[Tick]
-    skill: dict[str, Any] = field(default_factory=dict)
-    root: Path = Path(".")
-
-    def questions(self) -> tuple[QuestionSpec, ...]:
-        tool = str(self.skill.get("tool", "tool"))
-        return parse_questions(tool, list(self.skill.get("monitor") or ()))
-
-    @property
-    def config(self) -> dict[str, Any]:
-        return dict(self.skill.get("monitor_config") or {})
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a torn last line
-    return out
-
-
-def _load_skill(path: Path | dict[str, Any] | None) -> dict[str, Any]:
-    if isinstance(path, dict):
-        return dict(path)
-    if path is None or not path.exists():
-        return {}
-    text = path.read_text(encoding="utf-8")
-    doc = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    if isinstance(doc, dict) and "agent" in doc and isinstance(doc["agent"], dict):
-        doc = doc["agent"]
-    return dict(doc or {})
-
-
-def load_ticks(path: Path, skill: Path | dict[str, Any] | None = None) -> TickSet:
-    path = Path(path)
-    if (path / "ticks.jsonl").exists():
-        ticks = [Tick(str(r["id"]), str(r.get("pick", r["id"])), int(r.get("tick", 0)),
-                      str(r.get("tool", "")), float(r.get("elapsed_s", 0.0)),
-                      list(r.get("questions") or []), list(r.get("images") or []),
-                      dict(r.get("readings") or {}), path)
-                 for r in _read_jsonl(path / "ticks.jsonl")]
-        return TickSet(ticks, _load_skill(skill or path / "skill.json"), path)
-    logs = sorted(p.parent for p in path.rglob("events.jsonl")) if path.is_dir() else []
-    ticks = []
-    for log in logs:
-        ep = str(log.relative_to(path)) if log != path else log.name
-        for ev in _read_jsonl(log / "events.jsonl"):
-            if ev.get("kind") != "monitor_tick" or not ev.get("images"):
-                continue
-            aid = str(ev.get("action_id", ""))
-            n = int(ev.get("tick", 0))
-            ticks.append(Tick(f"{ep}/{aid}/t{n:03d}", f"{ep}/{aid}", n, str(ev.get("tool", "")),
-                              float(ev.get("elapsed_s", 0.0)), list(ev.get("questions") or []),
-                              [i for i in ev["images"] if not i.get("reference")],
-                              dict(ev.get("readings") or {}), log))
-    return TickSet(ticks, _load_skill(skill), path)
-
-
-def load_labels(path: Path) -> dict[tuple[str, str], str]:
-    out: dict[tuple[str, str], str] = {}
-    for r in _read_jsonl(path):
-        out[(str(r["id"]), str(r.get("question", "")))] = str(r["label"])
-    return out
-
-
-def load_targets(path: Path) -> dict[str, list[int] | None]:
-    out: dict[str, list[int] | None] = {}
-    for r in _read_jsonl(path):
-        box = r.get("box")
-        out[str(r["file"])] = [int(v) for v in box] if box else None
-    return out
-
-
-def _append(path: Path, rec: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(rec) + "\n")
-
-
-def _tick_options(ap: CliParser) -> None:
-    """What label-ticks and eval-monitor both take: the ticks, the tool, labels and boxes."""
-    ap.add_argument("ticks", type=Path, help="a tick-set directory or episode log directory")
-    ap.add_argument("--skill", default=None, metavar="TOOL|FILE",
-                    help="the tool whose monitor questions are asked: a tool's name "
-                         "(pick_object, place_at) or a JSON/YAML file with its monitor list "
-                         "(default: TICKS/skill.json)")
-    ap.add_argument("--labels", type=Path, default=None,
-                    help="the labels file (default TICKS/labels.jsonl)")
-    ap.add_argument("--targets", type=Path, default=None,
-                    help="the target boxes file (default TICKS/targets.jsonl)")
-
-
-def skill_file(ap: CliParser, value: str | None) -> Path | dict[str, Any] | None:
-    """``--skill``: an existing file, or the name of a tidy tool with monitor questions
-    (its questions and the shipped configuration's monitor settings); else a usage error."""
-    if value is None:
-        return None
-    path = Path(value).expanduser()
-    if path.exists():
-        return path
-    from .system import default_config_path, tidy_tools
-
-    tools = {name: t.skill for name, t in tidy_tools().items()
-             if getattr(t.skill, "monitor", ())}
-    if value not in tools:
-        ap.error(f"--skill {value!r}: no such file, and no tool of that name has monitor "
-                 f"questions (tools: {', '.join(sorted(tools))})")
-    doc = yaml.safe_load(default_config_path().read_text(encoding="utf-8")) or {}
-    monitor = dict((doc.get("agent") or {}).get("monitor") or {})
-    return {"tool": value, "monitor": [dict(q) for q in tools[value].monitor],
-            "monitor_config": monitor}
-
-
-# -------------------------------------------------------------------------------------------
-# label-ticks
-# -------------------------------------------------------------------------------------------
-
-def side_by_side(tick: Tick, question: str = "") -> np.ndarray:
-    """previous | current (the last two images of the tick's first camera), captioned."""
-    recs = tick.images[-2:]
-    tiles = []
-    for rec in recs:
-        img = cv2.imread(str(tick.image_path(rec)), cv2.IMREAD_COLOR)
-        if img is None:
-            img = np.zeros((120, 160, 3), np.uint8)
-        img = img.copy()
-        cv2.putText(img, str(rec.get("label", "")), (4, 16), cv2.FONT_HERSHEY_PLAIN, 1.1,
-                    (0, 0, 0), 2)
-        cv2.putText(img, str(rec.get("label", "")), (4, 16), cv2.FONT_HERSHEY_PLAIN, 1.1,
-                    (255, 255, 255), 1)
-        tiles.append(img)
-    h = max(t.shape[0] for t in tiles)
-    tiles = [cv2.copyMakeBorder(t, 0, h - t.shape[0], 0, 4, cv2.BORDER_CONSTANT) for t in tiles]
-    out = np.hstack(tiles)
-    if question:
-        bar = np.full((24, out.shape[1], 3), 255, np.uint8)
-        cv2.putText(bar, question[:90], (4, 17), cv2.FONT_HERSHEY_PLAIN, 1.0, (0, 0, 0), 1)
-        out = np.vstack([bar, out])
-    return out
-
-
-def _keys(question: Any) -> list[str]:
-    return list(question.values)
-
-
-def main_label(argv: Sequence[str] | None = None, stdin: IO[str] | None = None,
-               stdout: IO[str] | None = None) -> int:
-    ap = CliParser(prog="solarian-agent label-ticks", description="Label recorded monitor "
-                   "ticks: keys 1-4 label, s unsure, b back, q quit (at a terminal a key "
-                   "needs no Enter).")
-    _tick_options(ap)
-    ap.add_argument("--question", default=None, help="label only this question")
-    ap.add_argument("--mark-target", action="store_true",
-                    help="also ask for the target's box in each close-up")
-    ap.add_argument("--image-out", type=Path, default=None,
-                    help="write the previous | current image of each tick here")
-    ap.add_argument("--show", action="store_true", help="also show it in an OpenCV window")
-    a = ap.parse_args(list(argv) if argv is not None else None)
-    keys = KeyReader(stdin or sys.stdin)
-    out = TerminalWriter(stdout or sys.stdout)  # tick and answer text escaped
-    ts = load_ticks(a.ticks, skill_file(ap, a.skill))
-    labels_path = a.labels or a.ticks / "labels.jsonl"
-    targets_path = a.targets or a.ticks / "targets.jsonl"
-    questions = {q.name: q.question for q in ts.questions()}
-    if not questions:
-        print("no monitor questions: pass --skill with the tool's monitor list", file=out)
-        return 2
-
-    def asked(t: Tick) -> list[str]:
-        qs = [q for q in (t.questions or list(questions)) if q in questions]
-        return [q for q in qs if a.question in (None, q)]
-
-    labels = load_labels(labels_path)
-    targets = load_targets(targets_path)
-    todo = [(t, q) for t in ts.ticks for q in asked(t)]
-    i = next((k for k, (t, q) in enumerate(todo) if (t.id, q) not in labels), len(todo))
-    if i:
-        print(f"resuming at {i + 1}/{len(todo)} (the first tick without a label)", file=out)
-    while i < len(todo):
-        tick, qname = todo[i]
-        q = questions[qname]
-        values = _keys(q)
-        img = side_by_side(tick, f"{qname}: {q.instructions}")
-        if a.image_out is not None:
-            cv2.imwrite(str(a.image_out), img)
-        if a.show:  # pragma: no cover - needs a display
-            cv2.imshow("label-ticks", img)
-            cv2.waitKey(1)
-        print(f"\n[{i + 1}/{len(todo)}] {tick.id}  {tick.tool}  {tick.elapsed_s:.1f} s  "
-              f"images: {' | '.join(str(r.get('file')) for r in tick.images[-2:])}", file=out)
-        print(f"{qname} ({q.type}): {q.instructions}", file=out)
-        for k, v in enumerate(values, start=1):
-            definition = dict(q.choices).get(v, "")
-            print(f"  {k} {v}" + (f": {definition}" if definition else ""), file=out)
-        print("  s unsure   b back   q quit", file=out)
-        out.flush()
-        key = keys.key()
-        if key is None:
-            break
-        if keys.raw and key:
-            print(f"  -> {key}", file=out)
-        if key == "q":
-            break
-        if key == "b":
-            i = max(0, i - 1)
-            continue
-        if key == "s":
-            value = UNSURE
-        elif key.isdigit() and 1 <= int(key) <= len(values):
-            value = values[int(key) - 1]
-        else:
-            print(f"unknown key {key!r}", file=out)
-            continue
-        _append(labels_path, {"id": tick.id, "question": qname, "label": value})
-        labels[(tick.id, qname)] = value
-        if a.mark_target:
-            for rec in tick.images[-2:]:
-                f = str(rec["file"])
-                if f in targets:
-                    continue
-                while True:
-                    print(f"target box in {f} (x0 y0 x1 y1), or o if out of view:", file=out)
-                    out.flush()
-                    ans = keys.line()
-                    if not ans or ans.strip().lower() == "q":
-                        return 0
-                    s = ans.strip().lower()
-                    if s == "o":
-                        box = None
-                        break
-                    try:
-                        vals = [int(float(v)) for v in s.replace(",", " ").split()]
-                    except ValueError:
-                        vals = []
-                    if len(vals) == 4 and vals[0] <= vals[2] and vals[1] <= vals[3]:
-                        box = vals
-                        break
-                    print("expected four numbers x0 y0 x1 y1 with x0 <= x1, y0 <= y1", file=out)
-                _append(targets_path, {"file": f, "box": box})
-                targets[f] = box
-        i += 1
-    done = sum(1 for t, q in todo if (t.id, q) in labels)
-    print(f"{done}/{len(todo)} labelled; labels in {labels_path}", file=out)
-    return 0
-
-
-# -------------------------------------------------------------------------------------------
-# eval-monitor
-# -------------------------------------------------------------------------------------------
 
 def build_request(tick: Tick, specs: Sequence[QuestionSpec], targets: dict[str, list[int] | None],
                   *, mark: bool, instructions: str = "") -> MonitorTickRequest:
@@ -576,7 +288,7 @@ def main_eval(argv: Sequence[str] | None = None, stdout: IO[str] | None = None,
               backend: VisionBackend | None = None) -> int:
     ap = CliParser(prog="solarian-agent eval-monitor", description="Evaluate monitor "
                    "questions on labelled ticks.")
-    _tick_options(ap)
+    tick_options(ap)
     ap.add_argument("--repeats", type=int, default=3,
                     help="how many times each tick is asked (default 3)")
     ap.add_argument("--backend", default="cv",
@@ -614,5 +326,4 @@ def main_eval(argv: Sequence[str] | None = None, stdout: IO[str] | None = None,
     return 0
 
 
-__all__ = ["TickSet", "build_request", "evaluate", "load_labels", "load_targets",
-           "load_ticks", "main_eval", "main_label", "side_by_side"]
+__all__ = ["build_request", "evaluate", "main_eval", "make_backend"]

@@ -88,8 +88,9 @@ def replay_summary(report: dict[str, Any], labels: dict[tuple[str, str], str],
 
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
-    from ..monitor_eval import evaluate, load_labels, load_targets, load_ticks
+    from ..monitor_eval import evaluate
     from ..monitor_record import shipped_skill
+    from ..tick_sets import load_labels, load_targets, load_ticks
 
     root = tick_root()
     rows: list[dict[str, Any]] = []

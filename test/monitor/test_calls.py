@@ -251,7 +251,7 @@ def test_ticks_are_logged_for_replay(tmp_path):
 
 
 def test_the_eval_loader_reads_ticks_back_from_an_episode_log(tmp_path):
-    from solarian_agent.monitor_eval import load_ticks
+    from solarian_agent.tick_sets import load_ticks
 
     log = EpisodeLog(tmp_path / "ep", FakeClock())
     rig = Rig(Q, log=log)

@@ -7,8 +7,9 @@ import json
 import pytest
 
 from solarian_agent.cli import main as cli_main
-from solarian_agent.monitor_eval import load_labels, load_ticks, main_eval
+from solarian_agent.monitor_eval import main_eval
 from solarian_agent.monitor_record import Truth, main_make_ticks, pick_label, truth_at
+from solarian_agent.tick_sets import load_labels, load_ticks
 
 CUP = 0.045
 

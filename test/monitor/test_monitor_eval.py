@@ -11,15 +11,9 @@ import numpy as np
 import pytest
 from monitor_helpers import FakeBackend
 
-from solarian_agent.monitor_eval import (
-    build_request,
-    evaluate,
-    load_labels,
-    load_targets,
-    load_ticks,
-    main_eval,
-    main_label,
-)
+from solarian_agent.monitor_eval import build_request, evaluate, main_eval
+from solarian_agent.monitor_label import main_label
+from solarian_agent.tick_sets import load_labels, load_targets, load_ticks
 
 TICKS = Path(__file__).resolve().parents[1] / "data" / "monitor_ticks"
 

@@ -9,10 +9,11 @@ import cv2
 import pytest
 
 from solarian_agent.core.vision import MonitorImage, question_from_dict
-from solarian_agent.monitor_eval import evaluate, load_labels, load_targets, load_ticks
+from solarian_agent.monitor_eval import evaluate
 from solarian_agent.monitor_record import shipped_skill
 from solarian_agent.perception.cv_monitor import CvVisionBackend, measure, progress, shut
 from solarian_agent.skills.arm_skills import PICK_MONITOR
+from solarian_agent.tick_sets import load_labels, load_targets, load_ticks
 
 ROOT = Path(__file__).resolve().parents[1] / "data" / "product_ticks"
 PICK = ROOT / "pick_object"

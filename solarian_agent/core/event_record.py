@@ -3,8 +3,9 @@ episode-log line after ``t`` and ``kind``) and back again.
 
 Every kind is a frozen dataclass derived from :class:`TypedEvent`, registered under its kind by
 :func:`kind`.  :meth:`TypedEvent.to_record` writes its fields in declaration order, under their
-own names; a field declared with :func:`optional` is left out while it is ``None``, because some
-emitters write that key only sometimes and a record must read as it always has.
+own names; a field declared with :func:`optional` is left out until it is given (it holds
+:data:`ABSENT`), because some emitters write that key only sometimes and a record must read as
+it always has.
 :func:`parse` reads a record back: a missing key takes the field's default and a kind nobody
 registered (an old or a newer file, a skill's own event) becomes a :class:`GenericEvent` that
 keeps its data, so a reader never fails on a kind it does not know.
@@ -16,16 +17,28 @@ A record read back is taken as written: its values are not checked against the f
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-_OMIT_NONE = {"omit_none": True}
+
+class Absent(enum.Enum):
+    """The value of a field its emitter left out (its key is absent from the record; ``None``
+    is a value, written as ``null``).  False in a test, like an empty value."""
+
+    ABSENT = "absent"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+ABSENT = Absent.ABSENT
 
 
 def optional() -> Any:
-    """A field written only while it is not ``None`` (its key is absent otherwise)."""
-    return dataclasses.field(default=None, metadata=_OMIT_NONE)
+    """A field its emitter may leave out: absent (:data:`ABSENT`) unless given."""
+    return dataclasses.field(default=ABSENT)
 
 
 def empty_map() -> Any:
@@ -52,9 +65,8 @@ class TypedEvent:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
-            if v is None and f.metadata.get("omit_none"):
-                continue
-            out[f.name] = v
+            if v is not ABSENT:
+                out[f.name] = v
         return out
 
     @classmethod
@@ -127,5 +139,5 @@ def parse(name: str, data: Mapping[str, Any]) -> TypedEvent:
     return GenericEvent(name=name, data=dict(data))
 
 
-__all__ = ["REGISTRY", "GenericEvent", "SpreadEvent", "TypedEvent", "empty_list",
-           "empty_map", "kind", "optional", "parse"]
+__all__ = ["ABSENT", "REGISTRY", "Absent", "GenericEvent", "SpreadEvent", "TypedEvent",
+           "empty_list", "empty_map", "kind", "optional", "parse"]

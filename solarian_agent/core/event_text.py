@@ -392,7 +392,7 @@ def _p_skill_started(e: et.SkillStarted, verbose: bool) -> str:
 
 @_progress(et.SkillEnded)
 def _p_skill_ended(e: et.SkillEnded, verbose: bool) -> str:
-    duration = e.duration_s if e.duration_s is not None else 0
+    duration = e.duration_s or 0
     return f"  < {e.action_id} {e.skill} {e.outcome} ({e.reason}, {duration:.1f} s)"
 
 

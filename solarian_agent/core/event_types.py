@@ -21,6 +21,7 @@ so both wire forms read as they always have.  The kinds, by who emits them:
   ``skill_error``, ``target_rejected``, ``service_started``, ``service_stopped``,
   ``service_stop_failed`` (a skill's own events, named by the skill, stay generic);
 * the monitor: ``monitor_tick``, ``monitor_frame``, ``monitor_skip``, ``monitor_error``;
+* the planner's views: ``view_described``;
 * the scene observer (``observe_scene``): ``observe_scene``, ``observe_scene_rejected``;
 * the episode viewer, from a bag's topics: ``operator_event``, ``monitor_verdict``.
 """
@@ -32,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .event_record import SpreadEvent, TypedEvent, empty_list, empty_map, kind, optional
+from .event_record import Absent, SpreadEvent, TypedEvent, empty_list, empty_map, kind, optional
 
 
 class RunStatus(enum.StrEnum):
@@ -169,7 +170,7 @@ class HarnessError(TypedEvent):
 class PlannerTurn(TypedEvent):
     turn: str = ""
     latency_s: float = 0.0
-    usage: Mapping[str, Any] = empty_map()
+    usage: Mapping[str, Any] | None = None
     model: str = ""
     text: str = ""
     tools: Sequence[str] = empty_list()
@@ -216,7 +217,7 @@ class WaitingUser(TypedEvent):
 @dataclass(frozen=True)
 class ToolRefused(TypedEvent):
     tool: str = ""
-    action_id: str | None = optional()
+    action_id: str | Absent = optional()
     reason: str = ""
 
 
@@ -240,9 +241,9 @@ class Observe(TypedEvent):
 class StopAction(TypedEvent):
     by: str | None = None
     action_id: str = ""
-    tool: str | None = optional()
+    tool: str | Absent = optional()
     reason: str = ""
-    accepted: bool | None = optional()
+    accepted: bool | Absent = optional()
 
 
 @kind("plan_changed")
@@ -265,9 +266,9 @@ class ActionStarted(TypedEvent):
     action_id: str = ""
     tool: str = ""
     params: Mapping[str, Any] = empty_map()
-    by_harness: bool | None = optional()  # the plan queue started it
-    step: int | None = optional()
-    after_placeholder: bool | None = optional()
+    by_harness: bool | Absent = optional()  # the plan queue started it
+    step: int | None | Absent = optional()
+    after_placeholder: bool | Absent = optional()
 
 
 @kind("timer_set")
@@ -353,7 +354,7 @@ class TaskProgress(TypedEvent):
     action_id: str = ""
     tool: str = ""
     progress: float | None = None
-    phase: str = ""
+    phase: str | None = None
 
 
 @kind("parallel_question")
@@ -425,7 +426,7 @@ class FollowupDropped(TypedEvent):
 @dataclass(frozen=True)
 class PlanStep(TypedEvent):
     step: int = 0
-    tool: str = ""
+    tool: str | None = None
     args: Mapping[str, Any] = empty_map()
     action_id: str = ""
 
@@ -434,7 +435,7 @@ class PlanStep(TypedEvent):
 @dataclass(frozen=True)
 class PlanStepFailed(TypedEvent):
     step: int = 0
-    tool: str = ""
+    tool: str | None = None
     failures: int = 0
     description: str = ""
 
@@ -485,7 +486,7 @@ class SkillStarted(TypedEvent):
     watch_for: Sequence[str] = empty_list()
     trackers: Sequence[Any] = empty_list()
     start_s: float = 0.0
-    target_area: float | None = optional()  # only for a skill with a target-area limit
+    target_area: float | None | Absent = optional()  # only for a skill with a target-area limit
 
 
 @kind("skill_stop")
@@ -504,7 +505,7 @@ class SkillEnded(TypedEvent):
     action_id: str = ""
     outcome: str = ""
     reason: str = ""
-    duration_s: float | None = optional()  # absent when the skill never started
+    duration_s: float | Absent = optional()  # absent when the skill never started
 
 
 @kind("skill_error")
@@ -512,8 +513,8 @@ class SkillEnded(TypedEvent):
 class SkillError(TypedEvent):
     action_id: str = ""
     skill: str = ""
-    error: str | None = optional()
-    traceback: str | None = optional()
+    error: str | Absent = optional()
+    traceback: str | Absent = optional()
 
 
 @kind("target_rejected")
@@ -539,7 +540,7 @@ class ServiceStarted(TypedEvent):
 @dataclass(frozen=True)
 class ServiceStopped(TypedEvent):
     by: str | None = None
-    module: str | None = optional()  # older logs name it
+    module: str | Absent = optional()  # older logs name it
     field: str = ""
 
 
@@ -562,15 +563,17 @@ class MonitorTick(TypedEvent):
     elapsed_s: float = 0.0
     questions: Sequence[str] = empty_list()
     images: Sequence[Mapping[str, Any]] = empty_list()
-    readings: Any = None
+    # readings, problems, latency_s, usage and model are absent from a tick given up
+    # unanswered
+    readings: Mapping[str, Any] | Absent = optional()
     answers: Mapping[str, Any] = empty_map()
-    problems: Sequence[Any] = empty_list()
-    latency_s: float = 0.0
-    usage: Mapping[str, Any] | None = None
-    model: str = ""
+    problems: Sequence[Any] | Absent = optional()
+    latency_s: float | Absent = optional()
+    usage: Mapping[str, Any] | None | Absent = optional()
+    model: str | Absent = optional()
     error: Any = None
     verdicts: Sequence[Mapping[str, Any]] = empty_list()
-    discarded: str | None = optional()  # the answer came after the action ended
+    discarded: str | Absent = optional()  # the answer came after the action ended
 
 
 @kind("monitor_frame")
@@ -595,8 +598,19 @@ class MonitorSkip(TypedEvent):
 @kind("monitor_error")
 @dataclass(frozen=True)
 class MonitorError(TypedEvent):
-    action_id: str = ""
+    action_id: str | Absent = optional()  # absent when no one action failed
     error: str = ""
+
+
+# --- the planner's views --------------------------------------------------------------------
+
+@kind("view_described")
+@dataclass(frozen=True)
+class ViewDescribed(TypedEvent):
+    observation_id: str = ""
+    backend: str = ""
+    model: str = ""
+    latency_s: float = 0.0
 
 
 # --- the scene observer ---------------------------------------------------------------------

@@ -23,9 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from . import event_types as et
 from . import names
 from .clock import Clock
 from .errors import SkillFailed
+from .event_record import ABSENT, GenericEvent, TypedEvent
 from .messages import AgentEvent, Generation, SkillFeedback, SkillGoal, SkillResult
 from .skill import Skill, SkillContext, Tool, ToolSpec, TrackerRequest, usable_tools
 from .tool_schema import schema_error, tool_schema, validate_params
@@ -136,8 +138,8 @@ class SkillExecutor:
         self.ticks = 0
 
     # events ---------------------------------------------------------------------------------
-    def _emit(self, kind: str, **data: Any) -> None:
-        self._events.publish(AgentEvent(self.clock.wall(), kind, data))
+    def _emit(self, ev: TypedEvent) -> None:
+        self._events.publish(AgentEvent.of(self.clock.wall(), ev))
 
     # generation -----------------------------------------------------------------------------
     def advance_generation(self, reason: str, by: str = "agent") -> int:
@@ -150,7 +152,7 @@ class SkillExecutor:
                 if ra.stop_request is None:
                     ra.stop_request = ("stopped", f"{reason} (generation advanced to {gen})")
         self._gen_pub.publish(Generation(gen, reason))
-        self._emit("generation_advanced", generation=gen, reason=reason, by=by)
+        self._emit(et.GenerationAdvanced(generation=gen, reason=reason, by=by))
         return gen
 
     def _on_operator(self, ev: Any) -> None:
@@ -307,8 +309,8 @@ class SkillExecutor:
             except Exception:
                 pass
         try:
-            self._emit("skill_error", action_id=action_id, skill=tool, error=reason,
-                       traceback=traceback.format_exc(limit=5))
+            self._emit(et.SkillError(action_id=action_id, skill=tool, error=reason,
+                       traceback=traceback.format_exc(limit=5)))
         except Exception:
             pass
 
@@ -346,9 +348,9 @@ class SkillExecutor:
                                                f"tracker {req.field} failed to start: {e}"))
                     return
                 started_trackers.append(req.field)
-                self._emit("service_started", by=p.by, module=req.field.split(".")[0],
+                self._emit(et.ServiceStarted(by=p.by, module=req.field.split(".")[0],
                            field=req.field, params={"point": list(pt), **req.params},
-                           action_id=goal.action_id)
+                           action_id=goal.action_id))
                 if spec.max_target_area is not None:
                     target_area = res.area_fraction
                     if res.area_fraction is None or res.area_fraction > spec.max_target_area:
@@ -358,8 +360,8 @@ class SkillExecutor:
                         reason = (f"refused: the point selected {shown}; the target may cover "
                                   f"at most {spec.max_target_area:.1%}. The point probably "
                                   "missed the object: point again at its centre.")
-                        self._emit("target_rejected", tool=p.tool, action_id=goal.action_id,
-                                   target_area=res.area_fraction, reason=reason)
+                        self._emit(et.TargetRejected(tool=p.tool, action_id=goal.action_id,
+                                   target_area=res.area_fraction, reason=reason))
                         p.handle.abort(SkillResult(goal.action_id, "refused", reason,
                                                    {"target_area": res.area_fraction}))
                         return
@@ -379,7 +381,8 @@ class SkillExecutor:
                                        f"refused: stale generation {goal.generation} (current "
                                        f"{gen}) by the time it was due to start"))
             return
-        ctx = SkillContext(self.clock, self.ports, emit=lambda k, d: self._emit(k, **d),
+        ctx = SkillContext(self.clock, self.ports,
+                           emit=lambda k, d: self._emit(GenericEvent(name=k, data=d)),
                            action_id=goal.action_id, generation=goal.generation)
         skill: Skill | None = None
         try:
@@ -389,8 +392,8 @@ class SkillExecutor:
             self._stop_after_failed_start(skill, p.tool, goal.action_id, e.reason)
             self._stop_trackers(started_trackers, by=p.by)
             p.handle.abort(SkillResult(goal.action_id, "failed", e.reason))
-            self._emit("skill_ended", skill=p.tool, action_id=goal.action_id, outcome="failed",
-                       reason=e.reason)
+            self._emit(et.SkillEnded(skill=p.tool, action_id=goal.action_id, outcome="failed",
+                       reason=e.reason))
             return
         except Exception as e:
             self._stop_after_failed_start(skill, p.tool, goal.action_id,
@@ -413,14 +416,12 @@ class SkillExecutor:
                 ra.stop_request = ("stopped", "cancel requested")
         p.handle.execute()
         p.handle.publish_feedback(SkillFeedback(ra.action_id, "started", 0.0))
-        data: dict[str, Any] = {"skill": p.tool, "params": goal.params,
-                                "action_id": ra.action_id, "generation": goal.generation,
-                                "observation_id": goal.observation_id,
-                                "watch_for": list(goal.watch_for), "trackers": started_trackers,
-                                "start_s": round(self.clock.now() - t0, 4)}
-        if spec.max_target_area is not None:
-            data["target_area"] = target_area
-        self._emit("skill_started", by=p.by, **data)
+        self._emit(et.SkillStarted(
+            by=p.by, skill=p.tool, params=goal.params, action_id=ra.action_id,
+            generation=goal.generation, observation_id=goal.observation_id,
+            watch_for=list(goal.watch_for), trackers=started_trackers,
+            start_s=round(self.clock.now() - t0, 4),
+            target_area=target_area if spec.max_target_area is not None else ABSENT))
         if skill.done:
             self._end(ra, "succeeded", skill.result.get("reason", ""), now)
 
@@ -445,8 +446,8 @@ class SkillExecutor:
             return
         except Exception as e:
             reason = f"skill {ra.tool} raised {type(e).__name__}: {e}"
-            self._emit("skill_error", action_id=ra.action_id, skill=ra.tool,
-                       traceback=traceback.format_exc(limit=5))
+            self._emit(et.SkillError(action_id=ra.action_id, skill=ra.tool,
+                       traceback=traceback.format_exc(limit=5)))
             self._halt(ra, reason)
             self._end(ra, "failed", reason, now)
             return
@@ -457,13 +458,13 @@ class SkillExecutor:
                                                  ra.skill.progress))
 
     def _halt(self, ra: RunningAction, reason: str) -> None:
-        self._emit("skill_stop", by=ra.by, skill=ra.tool, action_id=ra.action_id,
-                   reason=reason)
+        self._emit(et.SkillStop(by=ra.by, skill=ra.tool, action_id=ra.action_id,
+                   reason=reason))
         try:
             ra.skill.on_stop(reason)
         except Exception as e:  # stopping must not fail the loop
-            self._emit("skill_error", action_id=ra.action_id, skill=ra.tool,
-                       error=f"on_stop raised {e!r}")
+            self._emit(et.SkillError(action_id=ra.action_id, skill=ra.tool,
+                       error=f"on_stop raised {e!r}"))
 
     def _stop_after_failed_start(self, skill: Skill | None, tool: str, action_id: str,
                                  reason: str) -> None:
@@ -474,8 +475,8 @@ class SkillExecutor:
         try:
             skill.on_stop(reason)
         except Exception as e:
-            self._emit("skill_error", action_id=action_id, skill=tool,
-                       error=f"on_stop raised {e!r}")
+            self._emit(et.SkillError(action_id=action_id, skill=tool,
+                       error=f"on_stop raised {e!r}"))
 
     def _end(self, ra: RunningAction, outcome: str, reason: str, now: float) -> None:
         with self._lock:
@@ -488,8 +489,8 @@ class SkillExecutor:
         if ra.conclusions:
             data["skill_reasons"] = list(ra.conclusions)
         result = SkillResult(ra.action_id, outcome, reason, data)
-        self._emit("skill_ended", skill=ra.tool, action_id=ra.action_id, outcome=outcome,
-                   reason=reason, duration_s=round(now - ra.started_at, 3))
+        self._emit(et.SkillEnded(skill=ra.tool, action_id=ra.action_id, outcome=outcome,
+                   reason=reason, duration_s=round(now - ra.started_at, 3)))
         if outcome == "succeeded":
             ra.handle.succeed(result)
         elif outcome == "stopped":
@@ -506,9 +507,9 @@ class SkillExecutor:
             except Exception as e:
                 # the field is free for the next tracker either way; the operator is told the
                 # old one may still run instead of seeing it released
-                self._emit("service_stop_failed", by=by, field=f, error=f"{type(e).__name__}: {e}")
+                self._emit(et.ServiceStopFailed(by=by, field=f, error=f"{type(e).__name__}: {e}"))
                 continue
-            self._emit("service_stopped", by=by, field=f)
+            self._emit(et.ServiceStopped(by=by, field=f))
 
     @property
     def busy(self) -> bool:

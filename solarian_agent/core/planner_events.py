@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from . import event_types as et
 from .clock import Clock
 from .config import AgentConfig
 from .events import Event
@@ -82,16 +83,16 @@ class EventHandlers:
         if info is None and (res.outcome == "refused" or answered):
             # refused (or failed) before it started: the planner already got that as its tool
             # result, so it is not delivered a second time as news
-            journal.event("action_refused", action_id=res.action_id, tool=goal.tool,
-                          reason=res.reason)
+            journal.event(et.ActionRefused(action_id=res.action_id, tool=goal.tool,
+                          reason=res.reason))
             return
         tool = info.tool if info else goal.tool
-        journal.event("action_ended", action_id=res.action_id, tool=tool, outcome=res.outcome,
-                      reason=res.reason, data=res.data)
+        journal.event(et.ActionEnded(action_id=res.action_id, tool=tool, outcome=res.outcome,
+                      reason=res.reason, data=res.data))
         followup, failed_by_monitor = book.settle(res.action_id)
         if followup is not None and not followup_holds(followup[1], res.outcome):
-            journal.event("followup_dropped", action_id=res.action_id, tool=followup[0],
-                          decision=followup[1], outcome=res.outcome)
+            journal.event(et.FollowupDropped(action_id=res.action_id, tool=followup[0],
+                          decision=followup[1], outcome=res.outcome))
             followup = None
         if self._run.status not in ("running", "waiting_user"):
             self._state.publish()  # the action is gone from any viewer's screen too
@@ -99,8 +100,8 @@ class EventHandlers:
         retries = self._config.budgets.retries_per_step
         step = self._run.step_ended(res.action_id, res.outcome, retries, failed_by_monitor)
         if step is not None and step.status == "failed":
-            journal.event("plan_step_failed", step=step.index, tool=step.tool,
-                          failures=step.failures, description=step.description)
+            journal.event(et.PlanStepFailed(step=step.index, tool=step.tool,
+                          failures=step.failures, description=step.description))
         self._run.count_outcome(tool, res.outcome)
         if followup is not None and self.start_followup(res, tool, *followup):
             return
@@ -133,8 +134,8 @@ class EventHandlers:
             new_id = self._goals.by_harness(nxt.tool or "", args, by_harness=True,
                                             step_index=nxt.index)
             if new_id:
-                journal.event("plan_step", step=nxt.index, tool=nxt.tool, args=args,
-                              action_id=new_id)
+                journal.event(et.PlanStep(step=nxt.index, tool=nxt.tool, args=args,
+                              action_id=new_id))
             else:
                 self._wakes.wake(f"plan step {nxt.index} could not start")
         elif decision.kind is AfterKind.WAKE_FOR_PLAN:
@@ -204,9 +205,9 @@ class EventHandlers:
             outcome = "succeeded" if v.decision == "finish" else "failed"
             r = self._goals.conclude(v.action_id, outcome,
                                      f"{who}: {v.reason or v.question + '=' + v.value}")
-            self._journal.event("monitor_decision", action_id=v.action_id,
+            self._journal.event(et.MonitorDecision(action_id=v.action_id,
                                 decision=v.decision, source=v.source, then=v.then,
-                                accepted=bool(r.get("ok")), reason=r.get("reason", ""))
+                                accepted=bool(r.get("ok")), reason=r.get("reason", "")))
             if not r.get("ok"):
                 return
             if v.then:

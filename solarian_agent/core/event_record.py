@@ -1,11 +1,11 @@
 """How a typed agent event becomes a record (the ``data`` of an ``AgentEvent``, the fields of an
 episode-log line after ``t`` and ``kind``) and back again.
 
-Every kind is a frozen dataclass derived from :class:`TypedEvent`, registered under its kind by
-:func:`kind`.  :meth:`TypedEvent.to_record` writes its fields in declaration order, under their
-own names; a field declared with :func:`optional` is left out until it is given (it holds
-:data:`ABSENT`), because some emitters write that key only sometimes and a record must read as
-it always has.
+Every kind is a frozen dataclass derived from :class:`TypedEvent`, registered under its kind
+(the ``kind=`` of its class statement).  :meth:`TypedEvent.to_record` writes its fields in
+declaration order, under their own names; a field declared with :func:`optional` is left out
+until it is given (it holds :data:`ABSENT`), because some emitters write that key only
+sometimes and a record must read as it always has.
 :func:`parse` reads a record back: a missing key takes the field's default and a kind nobody
 registered (an old or a newer file, a skill's own event) becomes a :class:`GenericEvent` that
 keeps its data, so a reader never fails on a kind it does not know.
@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
+
+# every kind's type, by its kind (filled as the kinds' classes are defined)
+REGISTRY: dict[str, type[TypedEvent]] = {}
 
 
 class Absent(enum.Enum):
@@ -56,6 +59,15 @@ class TypedEvent:
     """One agent event of a known kind; ``KIND`` names it on the wire."""
 
     KIND: ClassVar[str] = ""
+
+    def __init_subclass__(cls, kind: str = "", **kw: Any) -> None:
+        # ``class RunEnded(TypedEvent, kind="run_ended")`` registers the type of a kind
+        super().__init_subclass__(**kw)
+        if kind:
+            if kind in REGISTRY:
+                raise ValueError(f"event kind {kind!r} registered twice")
+            cls.KIND = kind
+            REGISTRY[kind] = cls
 
     @property
     def kind(self) -> str:
@@ -111,22 +123,6 @@ class SpreadEvent(TypedEvent):
                    extra={k: v for k, v in data.items() if k not in names})
 
 
-REGISTRY: dict[str, type[TypedEvent]] = {}
-
-E = TypeVar("E", bound=type[TypedEvent])
-
-
-def kind(name: str) -> Callable[[E], E]:
-    """Register a class as the type of kind ``name`` (each kind once)."""
-    def register(cls: E) -> E:
-        if name in REGISTRY:
-            raise ValueError(f"event kind {name!r} registered twice")
-        cls.KIND = name
-        REGISTRY[name] = cls
-        return cls
-    return register
-
-
 def parse(name: str, data: Mapping[str, Any]) -> TypedEvent:
     """The typed event for a record of kind ``name`` (a :class:`GenericEvent` when the kind has
     no type, or the record does not fit it).  Never raises."""
@@ -140,4 +136,4 @@ def parse(name: str, data: Mapping[str, Any]) -> TypedEvent:
 
 
 __all__ = ["ABSENT", "REGISTRY", "Absent", "GenericEvent", "SpreadEvent", "TypedEvent",
-           "empty_list", "empty_map", "kind", "optional", "parse"]
+           "empty_list", "empty_map", "optional", "parse"]

@@ -1,4 +1,4 @@
-"""Every agent event kind as a typed record, and the statuses they carry as enums.
+"""Every agent event kind as a typed record (the statuses they carry are :mod:`.statuses`).
 
 An event goes out on ``agent/events`` as an ``AgentEvent`` (its kind and its record) and into
 the episode log as one JSON line; :mod:`.event_record` turns each type into that record and back,
@@ -28,77 +28,29 @@ so both wire forms read as they always have.  The kinds, by who emits them:
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .event_record import Absent, SpreadEvent, TypedEvent, empty_list, empty_map, kind, optional
-
-
-class RunStatus(enum.StrEnum):
-    """The planner's run (its ``agent/state`` status and ``run_ended``'s)."""
-
-    IDLE = "idle"
-    RUNNING = "running"
-    PAUSED = "paused"
-    WAITING_USER = "waiting_user"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    BUDGET_EXHAUSTED = "budget_exhausted"
-
-
-class Outcome(enum.StrEnum):
-    """How an action (a skill's goal) ended."""
-
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    STOPPED = "stopped"
-    TIMED_OUT = "timed_out"
-    REFUSED = "refused"
-
-
-class StepStatus(enum.StrEnum):
-    """A plan step in the plan queue."""
-
-    PENDING = "pending"
-    RUNNING = "running"
-    DONE = "done"
-    SKIPPED = "skipped"
-    FAILED = "failed"
-
-
-class Decision(enum.StrEnum):
-    """What a monitor verdict decides ('' when no rule fired)."""
-
-    NONE = ""
-    FINISH = "finish"
-    FAIL = "fail"
-    ESCALATE = "escalate"
+from .event_record import Absent, SpreadEvent, TypedEvent, empty_list, empty_map, optional
 
 
 # --- the episode log ------------------------------------------------------------------------
-
-@kind("episode_started")
 @dataclass(frozen=True)
-class EpisodeStarted(SpreadEvent):
+class EpisodeStarted(SpreadEvent, kind="episode_started"):
     episode: str = ""
     task: str = ""
     clock: Mapping[str, Any] = empty_map()
 
 
-@kind("episode_ended")
 @dataclass(frozen=True)
-class EpisodeEnded(TypedEvent):
+class EpisodeEnded(TypedEvent, kind="episode_ended"):
     episode: str = ""
 
 
 # --- the planner's runs ---------------------------------------------------------------------
-
-@kind("run_started")
 @dataclass(frozen=True)
-class RunStarted(TypedEvent):
+class RunStarted(TypedEvent, kind="run_started"):
     run_id: str = ""
     task: str = ""
     models: Mapping[str, Any] = empty_map()
@@ -108,9 +60,8 @@ class RunStarted(TypedEvent):
     config: Mapping[str, Any] = empty_map()
 
 
-@kind("run_continued")
 @dataclass(frozen=True)
-class RunContinued(TypedEvent):
+class RunContinued(TypedEvent, kind="run_continued"):
     run_id: str = ""
     status: str = ""
     task: str = ""
@@ -119,9 +70,8 @@ class RunContinued(TypedEvent):
     config: Mapping[str, Any] = empty_map()
 
 
-@kind("run_ended")
 @dataclass(frozen=True)
-class RunEnded(TypedEvent):
+class RunEnded(TypedEvent, kind="run_ended"):
     status: str = ""
     summary: str = ""
     usage: Mapping[str, Any] = empty_map()
@@ -129,45 +79,38 @@ class RunEnded(TypedEvent):
     duration_s: float = 0.0
 
 
-@kind("run_paused")
 @dataclass(frozen=True)
-class RunPaused(TypedEvent):
+class RunPaused(TypedEvent, kind="run_paused"):
     by: str | None = None
     reason: str = ""
 
 
-@kind("run_resumed")
 @dataclass(frozen=True)
-class RunResumed(TypedEvent):
+class RunResumed(TypedEvent, kind="run_resumed"):
     by: str | None = None
     generation: int = 0
 
 
-@kind("conversation_reset")
 @dataclass(frozen=True)
-class ConversationReset(TypedEvent):
+class ConversationReset(TypedEvent, kind="conversation_reset"):
     by: str | None = None
 
 
-@kind("operator_takeover")
 @dataclass(frozen=True)
-class OperatorTakeover(TypedEvent):
+class OperatorTakeover(TypedEvent, kind="operator_takeover"):
     by: str | None = None
     action: str = ""
     detail: Mapping[str, Any] = empty_map()
 
 
-@kind("harness_error")
 @dataclass(frozen=True)
-class HarnessError(TypedEvent):
+class HarnessError(TypedEvent, kind="harness_error"):
     error: str = ""
 
 
 # --- the planner's turns --------------------------------------------------------------------
-
-@kind("planner_turn")
 @dataclass(frozen=True)
-class PlannerTurn(TypedEvent):
+class PlannerTurn(TypedEvent, kind="planner_turn"):
     turn: str = ""
     latency_s: float = 0.0
     usage: Mapping[str, Any] | None = None
@@ -177,68 +120,58 @@ class PlannerTurn(TypedEvent):
     error: Mapping[str, Any] | None = None
 
 
-@kind("planner_model_retry")
 @dataclass(frozen=True)
-class PlannerModelRetry(TypedEvent):
+class PlannerModelRetry(TypedEvent, kind="planner_model_retry"):
     attempt: int = 0
     attempts: int = 0
     error: str = ""
     retry_in_s: float = 0.0
 
 
-@kind("planner_silent")
 @dataclass(frozen=True)
-class PlannerSilent(TypedEvent):
+class PlannerSilent(TypedEvent, kind="planner_silent"):
     failures: int = 0
     error: str = ""
     reason: str = ""
 
 
-@kind("planner_model_ok")
 @dataclass(frozen=True)
-class PlannerModelOk(TypedEvent):
+class PlannerModelOk(TypedEvent, kind="planner_model_ok"):
     after_failures: int = 0
 
 
-@kind("planner_reply_discarded")
 @dataclass(frozen=True)
-class PlannerReplyDiscarded(TypedEvent):
+class PlannerReplyDiscarded(TypedEvent, kind="planner_reply_discarded"):
     turn: str = ""
     reason: str = ""
 
 
-@kind("waiting_user")
 @dataclass(frozen=True)
-class WaitingUser(TypedEvent):
+class WaitingUser(TypedEvent, kind="waiting_user"):
     question: str = ""
 
 
-@kind("tool_refused")
 @dataclass(frozen=True)
-class ToolRefused(TypedEvent):
+class ToolRefused(TypedEvent, kind="tool_refused"):
     tool: str = ""
     action_id: str | Absent = optional()
     reason: str = ""
 
 
 # --- the planner's tool calls ---------------------------------------------------------------
-
-@kind("ask_user")
 @dataclass(frozen=True)
-class AskUser(TypedEvent):
+class AskUser(TypedEvent, kind="ask_user"):
     question: str = ""
 
 
-@kind("observe")
 @dataclass(frozen=True)
-class Observe(TypedEvent):
+class Observe(TypedEvent, kind="observe"):
     observations: Sequence[str] = empty_list()
     images: Sequence[Any] = empty_list()
 
 
-@kind("stop_action")
 @dataclass(frozen=True)
-class StopAction(TypedEvent):
+class StopAction(TypedEvent, kind="stop_action"):
     by: str | None = None
     action_id: str = ""
     tool: str | Absent = optional()
@@ -246,23 +179,20 @@ class StopAction(TypedEvent):
     accepted: bool | Absent = optional()
 
 
-@kind("plan_changed")
 @dataclass(frozen=True)
-class PlanChanged(TypedEvent):
+class PlanChanged(TypedEvent, kind="plan_changed"):
     plan: Sequence[Mapping[str, Any]] = empty_list()
 
 
-@kind("dry_run_call")
 @dataclass(frozen=True)
-class DryRunCall(TypedEvent):
+class DryRunCall(TypedEvent, kind="dry_run_call"):
     tool: str = ""
     params: Mapping[str, Any] = empty_map()
     observation_id: str = ""
 
 
-@kind("action_started")
 @dataclass(frozen=True)
-class ActionStarted(TypedEvent):
+class ActionStarted(TypedEvent, kind="action_started"):
     action_id: str = ""
     tool: str = ""
     params: Mapping[str, Any] = empty_map()
@@ -271,26 +201,22 @@ class ActionStarted(TypedEvent):
     after_placeholder: bool | Absent = optional()
 
 
-@kind("timer_set")
 @dataclass(frozen=True)
-class TimerSet(TypedEvent):
+class TimerSet(TypedEvent, kind="timer_set"):
     timer_id: str = ""
     seconds: float = 0.0
     note: str = ""
     repeat: bool = False
 
 
-@kind("timer_cancelled")
 @dataclass(frozen=True)
-class TimerCancelled(TypedEvent):
+class TimerCancelled(TypedEvent, kind="timer_cancelled"):
     timer_id: str = ""
 
 
 # --- the planner's routing ------------------------------------------------------------------
-
-@kind("route")
 @dataclass(frozen=True)
-class Route(TypedEvent):
+class Route(TypedEvent, kind="route"):
     by: str | None = None
     event: str = ""
     source: str = ""
@@ -304,17 +230,15 @@ class Route(TypedEvent):
     seq: int = 0
 
 
-@kind("event_held")
 @dataclass(frozen=True)
-class EventHeld(TypedEvent):
+class EventHeld(TypedEvent, kind="event_held"):
     event: str = ""
     content: str = ""
     reason: str = ""
 
 
-@kind("interrupt")
 @dataclass(frozen=True)
-class Interrupt(TypedEvent):
+class Interrupt(TypedEvent, kind="interrupt"):
     event: str = ""
     source: str = ""
     content: str = ""
@@ -325,79 +249,68 @@ class Interrupt(TypedEvent):
     reason: str = ""
 
 
-@kind("tool_placeholder")
 @dataclass(frozen=True)
-class ToolPlaceholder(TypedEvent):
+class ToolPlaceholder(TypedEvent, kind="tool_placeholder"):
     tool: str = ""
     action_id: str = ""
     text: str = ""
 
 
-@kind("timers_cleared")
 @dataclass(frozen=True)
-class TimersCleared(TypedEvent):
+class TimersCleared(TypedEvent, kind="timers_cleared"):
     timers: Sequence[str] = empty_list()
     reason: str = ""
 
 
-@kind("timer_fired")
 @dataclass(frozen=True)
-class TimerFired(TypedEvent):
+class TimerFired(TypedEvent, kind="timer_fired"):
     timer_id: str | None = None
     note: str = ""
     fired: Any = None
 
 
-@kind("task_progress")
 @dataclass(frozen=True)
-class TaskProgress(TypedEvent):
+class TaskProgress(TypedEvent, kind="task_progress"):
     action_id: str = ""
     tool: str = ""
     progress: float | None = None
     phase: str | None = None
 
 
-@kind("parallel_question")
 @dataclass(frozen=True)
-class ParallelQuestion(TypedEvent):
+class ParallelQuestion(TypedEvent, kind="parallel_question"):
     question: str = ""
 
 
-@kind("parallel_tools")
 @dataclass(frozen=True)
-class ParallelTools(TypedEvent):
+class ParallelTools(TypedEvent, kind="parallel_tools"):
     question: str = ""
     tools: Sequence[str] = empty_list()
 
 
-@kind("parallel_tool_refused")
 @dataclass(frozen=True)
-class ParallelToolRefused(TypedEvent):
+class ParallelToolRefused(TypedEvent, kind="parallel_tool_refused"):
     tool: str = ""
     question: str = ""
 
 
-@kind("parallel_answer")
 @dataclass(frozen=True)
-class ParallelAnswer(TypedEvent):
+class ParallelAnswer(TypedEvent, kind="parallel_answer"):
     question: str = ""
     answer: str = ""
     latency_s: float = 0.0
     usage: Any = None
 
 
-@kind("parallel_failed")
 @dataclass(frozen=True)
-class ParallelFailed(TypedEvent):
+class ParallelFailed(TypedEvent, kind="parallel_failed"):
     question: str = ""
     error: str = ""
 
 
 # --- the planner's action results and monitor verdicts --------------------------------------
-
-@kind("action_ended")
 @dataclass(frozen=True)
-class ActionEnded(TypedEvent):
+class ActionEnded(TypedEvent, kind="action_ended"):
     action_id: str = ""
     tool: str = ""
     outcome: str = ""
@@ -405,44 +318,39 @@ class ActionEnded(TypedEvent):
     data: Mapping[str, Any] = empty_map()
 
 
-@kind("action_refused")
 @dataclass(frozen=True)
-class ActionRefused(TypedEvent):
+class ActionRefused(TypedEvent, kind="action_refused"):
     action_id: str = ""
     tool: str = ""
     reason: str = ""
 
 
-@kind("followup_dropped")
 @dataclass(frozen=True)
-class FollowupDropped(TypedEvent):
+class FollowupDropped(TypedEvent, kind="followup_dropped"):
     action_id: str = ""
     tool: str = ""
     decision: str = ""
     outcome: str = ""
 
 
-@kind("plan_step")
 @dataclass(frozen=True)
-class PlanStep(TypedEvent):
+class PlanStep(TypedEvent, kind="plan_step"):
     step: int = 0
     tool: str | None = None
     args: Mapping[str, Any] = empty_map()
     action_id: str = ""
 
 
-@kind("plan_step_failed")
 @dataclass(frozen=True)
-class PlanStepFailed(TypedEvent):
+class PlanStepFailed(TypedEvent, kind="plan_step_failed"):
     step: int = 0
     tool: str | None = None
     failures: int = 0
     description: str = ""
 
 
-@kind("monitor_answer")
 @dataclass(frozen=True)
-class MonitorAnswer(TypedEvent):
+class MonitorAnswer(TypedEvent, kind="monitor_answer"):
     action_id: str = ""
     tool: str = ""
     question: str = ""
@@ -453,9 +361,8 @@ class MonitorAnswer(TypedEvent):
     reason: str = ""
 
 
-@kind("monitor_decision")
 @dataclass(frozen=True)
-class MonitorDecision(TypedEvent):
+class MonitorDecision(TypedEvent, kind="monitor_decision"):
     action_id: str = ""
     decision: str = ""
     source: str = "monitor"
@@ -465,18 +372,15 @@ class MonitorDecision(TypedEvent):
 
 
 # --- the executor ---------------------------------------------------------------------------
-
-@kind("generation_advanced")
 @dataclass(frozen=True)
-class GenerationAdvanced(TypedEvent):
+class GenerationAdvanced(TypedEvent, kind="generation_advanced"):
     generation: int = 0
     reason: str = ""
     by: str | None = None
 
 
-@kind("skill_started")
 @dataclass(frozen=True)
-class SkillStarted(TypedEvent):
+class SkillStarted(TypedEvent, kind="skill_started"):
     by: str | None = None
     skill: str = ""
     params: Mapping[str, Any] = empty_map()
@@ -489,18 +393,16 @@ class SkillStarted(TypedEvent):
     target_area: float | None | Absent = optional()  # only for a skill with a target-area limit
 
 
-@kind("skill_stop")
 @dataclass(frozen=True)
-class SkillStop(TypedEvent):
+class SkillStop(TypedEvent, kind="skill_stop"):
     by: str | None = None
     skill: str = ""
     action_id: str = ""
     reason: str = ""
 
 
-@kind("skill_ended")
 @dataclass(frozen=True)
-class SkillEnded(TypedEvent):
+class SkillEnded(TypedEvent, kind="skill_ended"):
     skill: str = ""
     action_id: str = ""
     outcome: str = ""
@@ -508,27 +410,24 @@ class SkillEnded(TypedEvent):
     duration_s: float | Absent = optional()  # absent when the skill never started
 
 
-@kind("skill_error")
 @dataclass(frozen=True)
-class SkillError(TypedEvent):
+class SkillError(TypedEvent, kind="skill_error"):
     action_id: str = ""
     skill: str = ""
     error: str | Absent = optional()
     traceback: str | Absent = optional()
 
 
-@kind("target_rejected")
 @dataclass(frozen=True)
-class TargetRejected(TypedEvent):
+class TargetRejected(TypedEvent, kind="target_rejected"):
     tool: str = ""
     action_id: str = ""
     target_area: float | None = None
     reason: str = ""
 
 
-@kind("service_started")
 @dataclass(frozen=True)
-class ServiceStarted(TypedEvent):
+class ServiceStarted(TypedEvent, kind="service_started"):
     by: str | None = None
     module: str = ""
     field: str = ""
@@ -536,27 +435,23 @@ class ServiceStarted(TypedEvent):
     action_id: str = ""
 
 
-@kind("service_stopped")
 @dataclass(frozen=True)
-class ServiceStopped(TypedEvent):
+class ServiceStopped(TypedEvent, kind="service_stopped"):
     by: str | None = None
     module: str | Absent = optional()  # older logs name it
     field: str = ""
 
 
-@kind("service_stop_failed")
 @dataclass(frozen=True)
-class ServiceStopFailed(TypedEvent):
+class ServiceStopFailed(TypedEvent, kind="service_stop_failed"):
     by: str | None = None
     field: str = ""
     error: str = ""
 
 
 # --- the monitor ----------------------------------------------------------------------------
-
-@kind("monitor_tick")
 @dataclass(frozen=True)
-class MonitorTick(TypedEvent):
+class MonitorTick(TypedEvent, kind="monitor_tick"):
     action_id: str = ""
     tool: str = ""
     tick: int = 0
@@ -576,9 +471,8 @@ class MonitorTick(TypedEvent):
     discarded: str | Absent = optional()  # the answer came after the action ended
 
 
-@kind("monitor_frame")
 @dataclass(frozen=True)
-class MonitorFrame(TypedEvent):
+class MonitorFrame(TypedEvent, kind="monitor_frame"):
     action_id: str = ""
     tool: str = ""
     tick: int = 0
@@ -586,27 +480,23 @@ class MonitorFrame(TypedEvent):
     elapsed_s: float = 0.0
 
 
-@kind("monitor_skip")
 @dataclass(frozen=True)
-class MonitorSkip(TypedEvent):
+class MonitorSkip(TypedEvent, kind="monitor_skip"):
     action_id: str = ""
     tool: str = ""
     tick: int = 0
     reason: str = ""
 
 
-@kind("monitor_error")
 @dataclass(frozen=True)
-class MonitorError(TypedEvent):
+class MonitorError(TypedEvent, kind="monitor_error"):
     action_id: str | Absent = optional()  # absent when no one action failed
     error: str = ""
 
 
 # --- the planner's views --------------------------------------------------------------------
-
-@kind("view_described")
 @dataclass(frozen=True)
-class ViewDescribed(TypedEvent):
+class ViewDescribed(TypedEvent, kind="view_described"):
     observation_id: str = ""
     backend: str = ""
     model: str = ""
@@ -614,10 +504,8 @@ class ViewDescribed(TypedEvent):
 
 
 # --- the scene observer ---------------------------------------------------------------------
-
-@kind("observe_scene")
 @dataclass(frozen=True)
-class ObserveScene(TypedEvent):
+class ObserveScene(TypedEvent, kind="observe_scene"):
     focus: str = ""
     camera: str = ""
     frame_bytes: int = 0
@@ -629,26 +517,22 @@ class ObserveScene(TypedEvent):
     usage: Any = None
 
 
-@kind("observe_scene_rejected")
 @dataclass(frozen=True)
-class ObserveSceneRejected(TypedEvent):
+class ObserveSceneRejected(TypedEvent, kind="observe_scene_rejected"):
     code: str = ""
     reason: str = ""
 
 
 # --- the episode viewer, from a bag's topics ------------------------------------------------
-
-@kind("operator_event")
 @dataclass(frozen=True)
-class OperatorEventSeen(TypedEvent):
+class OperatorEventSeen(TypedEvent, kind="operator_event"):
     by: str | None = None
     action: str = ""
     detail: Mapping[str, Any] = empty_map()
 
 
-@kind("monitor_verdict")
 @dataclass(frozen=True)
-class MonitorVerdictSeen(TypedEvent):
+class MonitorVerdictSeen(TypedEvent, kind="monitor_verdict"):
     action_id: str = ""
     tool: str = ""
     question: str = ""

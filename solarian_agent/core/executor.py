@@ -30,6 +30,7 @@ from .errors import SkillFailed
 from .event_record import ABSENT, GenericEvent, TypedEvent
 from .messages import AgentEvent, Generation, SkillFeedback, SkillGoal, SkillResult
 from .skill import Skill, SkillContext, Tool, ToolSpec, TrackerRequest, usable_tools
+from .statuses import Outcome
 from .tool_schema import schema_error, tool_schema, validate_params
 from .transport import LATCHED, ActionServer, Bus, GoalHandle, GoalStatus, QoS
 
@@ -120,7 +121,7 @@ class SkillExecutor:
                     names.skill_action(name), names.T_SKILL_ACTION,
                     on_goal=functools.partial(self._on_goal, name),
                     on_cancel=self._on_cancel,
-                    rejected_result=lambda reason: SkillResult("", "refused", reason),
+                    rejected_result=lambda reason: SkillResult("", Outcome.REFUSED, reason),
                 ),
                 node=node,
             )
@@ -150,7 +151,7 @@ class SkillExecutor:
             gen = self.generation
             for ra in self.running.values():
                 if ra.stop_request is None:
-                    ra.stop_request = ("stopped", f"{reason} (generation advanced to {gen})")
+                    ra.stop_request = (Outcome.STOPPED, f"{reason} (generation advanced to {gen})")
         self._gen_pub.publish(Generation(gen, reason))
         self._emit(et.GenerationAdvanced(generation=gen, reason=reason, by=by))
         return gen
@@ -175,7 +176,7 @@ class SkillExecutor:
         outcome = str(req.get("outcome", ""))
         reason = str(req.get("reason", ""))
         gen = int(req.get("generation", -1))
-        if outcome not in ("succeeded", "failed", "stopped"):
+        if outcome not in (Outcome.SUCCEEDED, Outcome.FAILED, Outcome.STOPPED):
             return {"ok": False, "reason": f"outcome must be succeeded|failed|stopped, "
                                            f"got {outcome!r}"}
         with self._lock:
@@ -240,7 +241,7 @@ class SkillExecutor:
                 for ra in self.running.values():
                     if ra.handle is handle:
                         if ra.stop_request is None:
-                            ra.stop_request = ("stopped", "cancel requested")
+                            ra.stop_request = (Outcome.STOPPED, "cancel requested")
                         return True
                 for p in self._starting:
                     if p.handle is handle:
@@ -248,7 +249,7 @@ class SkillExecutor:
                         return True
                 return False
         # ended outside the lock: a done callback may call straight back into the executor
-        handle.canceled(SkillResult(waiting.goal.action_id, "stopped",
+        handle.canceled(SkillResult(waiting.goal.action_id, Outcome.STOPPED,
                                     "cancelled before it started"))
         return True
 
@@ -256,7 +257,7 @@ class SkillExecutor:
         with self._lock:
             for ra in self.running.values():
                 if ra.stop_request is None:
-                    ra.stop_request = ("stopped", reason)
+                    ra.stop_request = (Outcome.STOPPED, reason)
 
     # the control loop -----------------------------------------------------------------------
     def tick(self) -> None:
@@ -305,7 +306,7 @@ class SkillExecutor:
             self._stop_trackers([f for f in ra.trackers if f not in still_read], by=ra.by)
         if not handle.done:
             try:
-                handle.abort(SkillResult(action_id, "failed", reason))
+                handle.abort(SkillResult(action_id, Outcome.FAILED, reason))
             except Exception:
                 pass
         try:
@@ -319,7 +320,7 @@ class SkillExecutor:
         with self._lock:
             gen = self.generation
         if goal.generation < gen:
-            p.handle.abort(SkillResult(goal.action_id, "refused",
+            p.handle.abort(SkillResult(goal.action_id, Outcome.REFUSED,
                                        f"refused: stale generation {goal.generation} (current "
                                        f"{gen}) by the time it was due to start"))
             return
@@ -332,7 +333,7 @@ class SkillExecutor:
         try:
             requests = tool.skill.services_for(params) if self.trackers is not None else []
         except Exception as e:  # skill code: refuses this call, never escapes the tick
-            p.handle.abort(SkillResult(goal.action_id, "refused",
+            p.handle.abort(SkillResult(goal.action_id, Outcome.REFUSED,
                                        f"refused: {p.tool} could not name its services: {e!r}"))
             return
         if self.trackers is not None:
@@ -344,7 +345,7 @@ class SkillExecutor:
                     res = self.trackers.start(req, (float(pt[0]), float(pt[1])))
                 except Exception as e:  # a tracker failure refuses the call, never escapes
                     self._stop_trackers(started_trackers + [req.field], by=p.by)
-                    p.handle.abort(SkillResult(goal.action_id, "refused",
+                    p.handle.abort(SkillResult(goal.action_id, Outcome.REFUSED,
                                                f"tracker {req.field} failed to start: {e}"))
                     return
                 started_trackers.append(req.field)
@@ -362,7 +363,7 @@ class SkillExecutor:
                                   "missed the object: point again at its centre.")
                         self._emit(et.TargetRejected(tool=p.tool, action_id=goal.action_id,
                                    target_area=res.area_fraction, reason=reason))
-                        p.handle.abort(SkillResult(goal.action_id, "refused", reason,
+                        p.handle.abort(SkillResult(goal.action_id, Outcome.REFUSED, reason,
                                                    {"target_area": res.area_fraction}))
                         return
         with self._lock:
@@ -370,14 +371,14 @@ class SkillExecutor:
             cancelled = p.cancel_requested
         if cancelled:
             self._stop_trackers(started_trackers, by=p.by)
-            p.handle.canceled(SkillResult(goal.action_id, "stopped",
+            p.handle.canceled(SkillResult(goal.action_id, Outcome.STOPPED,
                                           "cancelled before it started"))
             return
         if goal.generation < gen:
             # a cancel, reset or takeover arrived (on another thread) while the trackers were
             # being seeded: the decision is stale, so the skill never starts
             self._stop_trackers(started_trackers, by=p.by)
-            p.handle.abort(SkillResult(goal.action_id, "refused",
+            p.handle.abort(SkillResult(goal.action_id, Outcome.REFUSED,
                                        f"refused: stale generation {goal.generation} (current "
                                        f"{gen}) by the time it was due to start"))
             return
@@ -391,7 +392,7 @@ class SkillExecutor:
         except SkillFailed as e:
             self._stop_after_failed_start(skill, p.tool, goal.action_id, e.reason)
             self._stop_trackers(started_trackers, by=p.by)
-            p.handle.abort(SkillResult(goal.action_id, "failed", e.reason))
+            p.handle.abort(SkillResult(goal.action_id, Outcome.FAILED, e.reason))
             self._emit(et.SkillEnded(skill=p.tool, action_id=goal.action_id, outcome="failed",
                        reason=e.reason))
             return
@@ -399,7 +400,7 @@ class SkillExecutor:
             self._stop_after_failed_start(skill, p.tool, goal.action_id,
                                           f"could not start: {e!r}")
             self._stop_trackers(started_trackers, by=p.by)
-            p.handle.abort(SkillResult(goal.action_id, "failed",
+            p.handle.abort(SkillResult(goal.action_id, Outcome.FAILED,
                                        f"skill {p.tool} could not start: {e!r}"))
             return
         deadline = now + spec.max_duration_s if spec.max_duration_s else None
@@ -410,10 +411,10 @@ class SkillExecutor:
             if goal.generation < self.generation:
                 # advanced while start() ran: advance_generation could not see this action
                 # yet, so it is stopped here, in this very tick
-                ra.stop_request = ("stopped", f"generation advanced to {self.generation} "
+                ra.stop_request = (Outcome.STOPPED, f"generation advanced to {self.generation} "
                                               "while it was starting")
             elif p.cancel_requested:
-                ra.stop_request = ("stopped", "cancel requested")
+                ra.stop_request = (Outcome.STOPPED, "cancel requested")
         p.handle.execute()
         p.handle.publish_feedback(SkillFeedback(ra.action_id, "started", 0.0))
         self._emit(et.SkillStarted(
@@ -423,7 +424,7 @@ class SkillExecutor:
             start_s=round(self.clock.now() - t0, 4),
             target_area=target_area if spec.max_target_area is not None else ABSENT))
         if skill.done:
-            self._end(ra, "succeeded", skill.result.get("reason", ""), now)
+            self._end(ra, Outcome.SUCCEEDED, skill.result.get("reason", ""), now)
 
     def _step(self, ra: RunningAction, now: float) -> None:
         with self._lock:
@@ -436,23 +437,23 @@ class SkillExecutor:
         if ra.deadline is not None and now >= ra.deadline:
             reason = f"ran its limit of {ra.spec.max_duration_s:g} s"
             self._halt(ra, reason)
-            self._end(ra, "timed_out", reason, now)
+            self._end(ra, Outcome.TIMED_OUT, reason, now)
             return
         try:
             ra.skill.tick()
         except SkillFailed as e:
             self._halt(ra, e.reason)
-            self._end(ra, "failed", e.reason, now)
+            self._end(ra, Outcome.FAILED, e.reason, now)
             return
         except Exception as e:
             reason = f"skill {ra.tool} raised {type(e).__name__}: {e}"
             self._emit(et.SkillError(action_id=ra.action_id, skill=ra.tool,
                        traceback=traceback.format_exc(limit=5)))
             self._halt(ra, reason)
-            self._end(ra, "failed", reason, now)
+            self._end(ra, Outcome.FAILED, reason, now)
             return
         if ra.skill.done:
-            self._end(ra, "succeeded", str(ra.skill.result.get("reason", "")), now)
+            self._end(ra, Outcome.SUCCEEDED, str(ra.skill.result.get("reason", "")), now)
             return
         ra.handle.publish_feedback(SkillFeedback(ra.action_id, ra.skill.phase,
                                                  ra.skill.progress))
@@ -491,9 +492,9 @@ class SkillExecutor:
         result = SkillResult(ra.action_id, outcome, reason, data)
         self._emit(et.SkillEnded(skill=ra.tool, action_id=ra.action_id, outcome=outcome,
                    reason=reason, duration_s=round(now - ra.started_at, 3)))
-        if outcome == "succeeded":
+        if outcome == Outcome.SUCCEEDED:
             ra.handle.succeed(result)
-        elif outcome == "stopped":
+        elif outcome == Outcome.STOPPED:
             ra.handle.canceled(result)
         else:
             ra.handle.abort(result)

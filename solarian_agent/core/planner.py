@@ -96,6 +96,7 @@ from .planner_tools import (
 from .planner_turns import Senses, TurnCycle
 from .routing import Router
 from .skill import ToolSpec
+from .statuses import RunStatus
 from .timers import Timers
 from .transport import LATCHED, Bus, GoalHandle, QoS
 from .views import ViewManager
@@ -341,7 +342,7 @@ class Planner:
         except Exception as e:  # nothing escapes into the spin loop
             self.journal.event(et.HarnessError(error=f"{type(e).__name__}: {e}"))
             if self.run.active:
-                self.runs.end_run("failed", f"harness error: {e}")
+                self.runs.end_run(RunStatus.FAILED, f"harness error: {e}")
 
     def _tick(self) -> None:
         now = self.clock.now()
@@ -353,10 +354,10 @@ class Planner:
             self.cycle.poll_turn()
         for ev in self.slot.release():
             queue.put(ev)
-        if self.run.status != "running":
+        if self.run.status != RunStatus.RUNNING:
             return
         self.runs.check_budgets(now)
-        if self.run.status != "running" or self.slot.current is not None \
+        if self.run.status != RunStatus.RUNNING or self.slot.current is not None \
                 or self.cycle.poll_wake():
             return
         self.wakes.heartbeat(now, bool(self.book.running))
@@ -375,7 +376,7 @@ class Planner:
     def shutdown(self) -> None:
         if self.run.active:
             self.runs.stop_everything("shutdown")
-            self.runs.end_run("cancelled", "shut down")
+            self.runs.end_run(RunStatus.CANCELLED, "shut down")
         self.model.caller.shutdown()
 
 

@@ -27,6 +27,7 @@ from .planner_state import ActionBook, Refusals, RunState, Transcript, TurnSlot,
 from .planner_tasks import TaskTools
 from .planner_tools import PLANNER_TOOLS, PendingStart, PlannerModel, ToolCatalogue, Turn, tool_msg
 from .routing import TASK_TOOLS
+from .statuses import RunStatus
 from .text import one_line, planner_wrote, quote, quote_prefix
 from .tool_schema import (
     describe_bad_number,
@@ -155,7 +156,7 @@ class ToolCalls:
                                              "has stopped")
             turn.ended = True
         elif name == "ask_user":
-            self._run.status = "waiting_user"
+            self._run.status = RunStatus.WAITING_USER
             self._transcript.say("agent", args["question"])
             self._journal.event(et.AskUser(question=args["question"]))
             turn.results[call.id] = tool_msg(call, "asked; the run waits for the answer")
@@ -325,16 +326,17 @@ class ToolCalls:
             ok, summary = finish
             if self._book.running:
                 self._runs.advance_generation("finish_task", "agent")
-            self._runs.end_run("succeeded" if ok else "failed", summary)
+            self._runs.end_run(RunStatus.SUCCEEDED if ok else RunStatus.FAILED, summary)
             return
         if used_up:
             limit = refusals.limit
             last = refusals.last[1] if refusals.last else ""
             self._runs.stop_everything("refusals")
-            self._runs.end_run("failed", f"the planner's calls were refused {limit} times in "
-                                         f"a row ({limit} turns, {refusals.in_row} calls, "
-                                         "no action started; budgets.max_refused_in_row); "
-                                         f"the last refusal: {last}")
+            self._runs.end_run(RunStatus.FAILED,
+                               f"the planner's calls were refused {limit} times in "
+                               f"a row ({limit} turns, {refusals.in_row} calls, "
+                               "no action started; budgets.max_refused_in_row); "
+                               f"the last refusal: {last}")
             return
         self._wakes.continue_turn = not (turn.started_any or turn.ended or turn.waits)
         self._state.publish()

@@ -18,6 +18,7 @@ from .planner_journal import Journal, StatePublisher
 from .planner_runs import RunControl
 from .planner_state import ActionBook, RunState, TurnSlot, Wakes
 from .planner_tools import ActionInfo, ToolCatalogue
+from .statuses import RunStatus
 from .text import one_line, planner_wrote, quote
 
 
@@ -94,7 +95,7 @@ class EventHandlers:
             journal.event(et.FollowupDropped(action_id=res.action_id, tool=followup[0],
                           decision=followup[1], outcome=res.outcome))
             followup = None
-        if self._run.status not in ("running", "waiting_user"):
+        if self._run.status not in (RunStatus.RUNNING, RunStatus.WAITING_USER):
             self._state.publish()  # the action is gone from any viewer's screen too
             return
         retries = self._config.budgets.retries_per_step
@@ -198,7 +199,7 @@ class EventHandlers:
         # while the planner waits for the user its actions still run: the monitor still ends
         # them (the planner hears of it with the user's answer)
         if v.action_id not in self._book.running or \
-                self._run.status not in ("running", "waiting_user"):
+                self._run.status not in (RunStatus.RUNNING, RunStatus.WAITING_USER):
             return
         who = "controller check" if v.source == "controller" else "monitor"
         if v.decision in ("finish", "fail"):

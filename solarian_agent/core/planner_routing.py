@@ -37,6 +37,7 @@ from .routing import (
     placeholder_running,
     replace_progress,
 )
+from .statuses import RunStatus
 from .text import OPERATOR, clean_reply, one_line, quote
 from .timers import Timers
 from .transport import GoalStatus
@@ -78,7 +79,7 @@ class EventRouting:
         steps = {s.index: s.description for s in self._run.plan.steps}
         return RouteContext(
             active=self._run.status in ACTIVE_STATUSES,
-            busy=self._run.status == "running" and (self._slot.current is not None
+            busy=self._run.status == RunStatus.RUNNING and (self._slot.current is not None
                                                     or bool(self._book.running)),
             task=self._run.task,
             running=tuple(f"{a.action_id} {a.tool} ({now - a.started_at:.1f} s)"
@@ -107,7 +108,7 @@ class EventRouting:
                          content=ev.content[:200], urgency=d.urgency, reason=d.reason, rule=d.rule,
                          stop=d.stop, stop_actions=d.as_dict()["stop_actions"], seq=ev.seq))
         if (d.urgency == "parallel" and ev.kind == "message" and self._config.events.parallel
-                and self._run.status == "running"):
+                and self._run.status == RunStatus.RUNNING):
             self.side.append(self._side_answers.ask(ev))
             self._state.publish()
             return
@@ -124,9 +125,10 @@ class EventRouting:
         if ev.kind == "message":
             if self._run.status not in ACTIVE_STATUSES:
                 self.reset_event_state()
-            hold = (d.urgency == "queue" and self._run.status == "running"
+            hold = (d.urgency == "queue" and self._run.status == RunStatus.RUNNING
                     and bool(self._book.running) and self._slot.current is None)
-            if d.urgency == "interrupt" and self._run.status in ("running", "waiting_user"):
+            if d.urgency == "interrupt" and self._run.status in (RunStatus.RUNNING,
+                                                                  RunStatus.WAITING_USER):
                 self._wakes.wake("interrupt", hold=True)
             self._runs.handle_message(ev, wake=not hold)
             source = str(ev.context.get("by") or "user")
@@ -179,7 +181,7 @@ class EventRouting:
             if not (isinstance(v, MonitorVerdict) and v.decision == "fail"
                     and v.action_id in self._book.running
                     and v.action_id not in self._book.woken_for_fail
-                    and self._run.status == "running"):
+                    and self._run.status == RunStatus.RUNNING):
                 return  # a repeated or stale flag is no reason to cut anything
         said = quote(OPERATOR if ev.kind == "message" else ev.source, ev.content, 80)
         what = f"{one_line(ev.source, 60)} {ev.kind}" + (f" {said}" if ev.content else "")
@@ -302,7 +304,7 @@ class EventRouting:
         wakes = self._wakes
         wakes.held = [h for h in wakes.held if any(n is h for n in wakes.news)]
         if wakes.held and (self.boundary or not self._book.running
-                           or self._run.status != "running" or wakes.reasons
+                           or self._run.status != RunStatus.RUNNING or wakes.reasons
                            or now - wakes.held_since >= self._config.events.max_hold_s):
             self.release_held()
         self.boundary = False

@@ -30,6 +30,7 @@ from .planner_state import (
     Wakes,
 )
 from .planner_tools import PlannerModel, ToolCatalogue, system_prompt
+from .statuses import RunStatus
 from .text import OPERATOR, OPERATOR_CAP, TASK_PREFIX, operator_message, quote
 from .transport import Bus, Subscription
 from .views import ViewManager
@@ -69,19 +70,20 @@ class RunControl:
         text = ev.content
         run = self._run
         self._transcript.say("user", text, by=ev.context.get("by"))
-        if run.status in ("idle", "succeeded", "failed", "cancelled", "budget_exhausted"):
+        if run.status in (RunStatus.IDLE, RunStatus.SUCCEEDED, RunStatus.FAILED,
+                          RunStatus.CANCELLED, RunStatus.BUDGET_EXHAUSTED):
             self.start_run(text)
             return
-        if run.status == "paused":
+        if run.status == RunStatus.PAUSED:
             self.adopt_generation()
             did = "; ".join(run.operator_actions) or "took over"
             self._wakes.news.append(
                 f"While the run was paused the operator: {quote('operator event', did)}.")
             run.operator_actions.clear()
-            run.status = "running"
+            run.status = RunStatus.RUNNING
             self._journal.event(et.RunResumed(by="operator", generation=run.generation))
-        elif run.status == "waiting_user":
-            run.status = "running"
+        elif run.status == RunStatus.WAITING_USER:
+            run.status = RunStatus.RUNNING
         self._wakes.news.append(operator_message(text))
         if wake:  # a queued addition held for the next tool result is woken for later
             self._wakes.wake("message", hold=True)
@@ -92,7 +94,7 @@ class RunControl:
         if active or self._book.running:
             self.advance_generation("reset" if forget else "cancel", by)
         if active:
-            self.end_run("cancelled", "reset by the operator" if forget
+            self.end_run(RunStatus.CANCELLED, "reset by the operator" if forget
                          else "cancelled by the operator")
         if forget:
             self._transcript.clear()
@@ -115,8 +117,8 @@ class RunControl:
         # the executor advanced the generation itself when the event was published; the
         # planner only stops listening to its old decisions and adopts the new generation
         self.adopt_generation()
-        if run.status in ("running", "waiting_user"):
-            run.status = "paused"
+        if run.status in (RunStatus.RUNNING, RunStatus.WAITING_USER):
+            run.status = RunStatus.PAUSED
             self._journal.event(et.RunPaused(by="operator", reason=desc))
             self._slot.drop()  # a reply in flight belongs to the old generation: discarded
             self._wakes.settle()
@@ -204,10 +206,10 @@ class RunControl:
         run = self._run
         if run.turns >= b.max_turns and self._wakes.due:
             self.stop_everything("budget")
-            self.end_run("budget_exhausted", f"used all {b.max_turns} planner turns")
+            self.end_run(RunStatus.BUDGET_EXHAUSTED, f"used all {b.max_turns} planner turns")
         elif now - run.started_at > b.max_minutes * 60:
             self.stop_everything("budget")
-            self.end_run("budget_exhausted", f"ran past max_minutes={b.max_minutes:g}")
+            self.end_run(RunStatus.BUDGET_EXHAUSTED, f"ran past max_minutes={b.max_minutes:g}")
 
     def stop_everything(self, reason: str) -> None:
         if self._book.running:

@@ -29,6 +29,7 @@ from .model_api import Message
 from .observations import MotionTracker
 from .plan import NextStep, PlanQueue, PlanStep
 from .planner_tools import ACTIVE_STATUSES, SETTLE_S, ActionInfo, Turn
+from .statuses import RunStatus
 
 
 class PlanReader(Protocol):
@@ -53,7 +54,7 @@ class RunState:
     what the operator did while it was paused, and its plan queue."""
 
     def __init__(self) -> None:
-        self.status = "idle"
+        self.status: str = RunStatus.IDLE  # a RunStatus (its string form on the wire)
         self.task = ""
         self.run_id = ""
         self.started_at = 0.0
@@ -76,7 +77,7 @@ class RunState:
     def begin(self, task: str, now: float) -> None:
         """A new run of ``task``: a fresh plan, budgets and failure counts."""
         self.task = task
-        self.status = "running"
+        self.status = RunStatus.RUNNING
         self.turns = 0
         self.usage = {}
         self.started_at = now

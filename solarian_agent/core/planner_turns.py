@@ -56,6 +56,7 @@ from .planner_tools import (
     tool_msg,
 )
 from .routing import render_news
+from .statuses import RunStatus
 from .text import clean_reply, one_line, quote, quote_prefix
 from .timers import Timers
 from .transport import Subscription
@@ -267,7 +268,7 @@ class TurnCycle:
                 reply, error = None, e
             except Exception as e:
                 reply, error = None, ModelError("server", f"{type(e).__name__}: {e}")
-            if turn.generation != self._run.generation or self._run.status != "running":
+            if turn.generation != self._run.generation or self._run.status != RunStatus.RUNNING:
                 self._journal.event(
                     et.PlannerReplyDiscarded(turn=turn.turn_file,
                     reason="the run's generation changed while the model was thinking"))
@@ -298,7 +299,7 @@ class TurnCycle:
             isinstance(n, str) and n.startswith("Your previous call failed ("))]
         self._wakes.news.append(note)
         if error.kind in ("auth", "config"):
-            self._runs.end_run("failed", f"planner model unusable: {error}")
+            self._runs.end_run(RunStatus.FAILED, f"planner model unusable: {error}")
             return
         n, limit = self.retries.failed(), self._config.budgets.model_retries_per_wake
         why = f"{error.kind}: {one_line(error.message, 200)}"
@@ -358,7 +359,7 @@ class TurnCycle:
                 self._slot.current = None
                 return
             if self.text_only_replies >= 2:
-                self._run.status = "waiting_user"
+                self._run.status = RunStatus.WAITING_USER
                 self._journal.event(et.WaitingUser(question=reply.text))
                 self._slot.current = None
                 self._state.publish()

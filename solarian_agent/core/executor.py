@@ -393,8 +393,8 @@ class SkillExecutor:
             self._stop_after_failed_start(skill, p.tool, goal.action_id, e.reason)
             self._stop_trackers(started_trackers, by=p.by)
             p.handle.abort(SkillResult(goal.action_id, Outcome.FAILED, e.reason))
-            self._emit(et.SkillEnded(skill=p.tool, action_id=goal.action_id, outcome="failed",
-                       reason=e.reason))
+            self._emit(et.SkillEnded(skill=p.tool, action_id=goal.action_id,
+                                     outcome=Outcome.FAILED, reason=e.reason))
             return
         except Exception as e:
             self._stop_after_failed_start(skill, p.tool, goal.action_id,

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .statuses import StepStatus
+from .statuses import Outcome, StepStatus
 from .text import one_line
 
 STEP_STATUSES = ("pending", "running", "done", "failed", "skipped")
@@ -145,12 +145,12 @@ class PlanQueue:
         s = self.step_of(action_id)
         if s is None:
             return None
-        if outcome == "succeeded":
+        if outcome == Outcome.SUCCEEDED:
             s.status = StepStatus.DONE
             s.failures = 0
             return s
         s.status = StepStatus.PENDING  # the queue waits for the planner's reply
-        if outcome == "failed":
+        if outcome == Outcome.FAILED:
             s.failures += 1
             if retries and s.failures >= retries:
                 s.status = StepStatus.FAILED

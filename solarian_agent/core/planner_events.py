@@ -18,7 +18,7 @@ from .planner_journal import Journal, StatePublisher
 from .planner_runs import RunControl
 from .planner_state import ActionBook, RunState, TurnSlot, Wakes
 from .planner_tools import ActionInfo, ToolCatalogue
-from .statuses import RunStatus
+from .statuses import Outcome, RunStatus, StepStatus
 from .text import one_line, planner_wrote, quote
 
 
@@ -81,7 +81,7 @@ class EventHandlers:
         info = book.pop(res.action_id)
         answered = res.action_id in book.answered_at_start
         book.answered_at_start.discard(res.action_id)
-        if info is None and (res.outcome == "refused" or answered):
+        if info is None and (res.outcome == Outcome.REFUSED or answered):
             # refused (or failed) before it started: the planner already got that as its tool
             # result, so it is not delivered a second time as news
             journal.event(et.ActionRefused(action_id=res.action_id, tool=goal.tool,
@@ -100,7 +100,7 @@ class EventHandlers:
             return
         retries = self._config.budgets.retries_per_step
         step = self._run.step_ended(res.action_id, res.outcome, retries, failed_by_monitor)
-        if step is not None and step.status == "failed":
+        if step is not None and step.status == StepStatus.FAILED:
             journal.event(et.PlanStepFailed(step=step.index, tool=step.tool,
                           failures=step.failures, description=step.description))
         self._run.count_outcome(tool, res.outcome)
@@ -164,16 +164,16 @@ class EventHandlers:
         return False
 
     def wake_for_end(self, res: SkillResult, tool: str, info: ActionInfo | None) -> None:
-        if res.outcome == "timed_out":
+        if res.outcome == Outcome.TIMED_OUT:
             if info is not None and info.watched:
                 msg = (f"Action {res.action_id} ({tool}) ran its limit without the monitor "
                        "confirming success. Look at the newest image before undoing anything.")
             else:
                 msg = (f"Action {res.action_id} ({tool}) ran its limit; judge from the newest "
                        "image whether it succeeded. Look before undoing anything.")
-        elif res.outcome == "refused":
+        elif res.outcome == Outcome.REFUSED:
             msg = f"Action {res.action_id} ({tool}) was refused: {quote('skill', res.reason)}"
-        elif res.outcome == "stopped":
+        elif res.outcome == Outcome.STOPPED:
             msg = f"Action {res.action_id} ({tool}) was stopped: {quote('skill', res.reason)}"
         else:
             msg = f"Action {res.action_id} ({tool}) failed: {quote('skill', res.reason)}"
@@ -184,7 +184,7 @@ class EventHandlers:
         step = self._run.plan.step_of(res.action_id) if info is not None else None
         n = self._run.tool_failures.get(tool, 0)
         retries = self._config.budgets.retries_per_step
-        if step is not None and step.status == "failed":
+        if step is not None and step.status == StepStatus.FAILED:
             msg += (f" Plan step {step.index} ({planner_wrote(step.description)}) has now failed "
                     f"{step.failures} times in a row (retries_per_step {retries}): the harness "
                     "will not retry it as it is. Change the plan with update_plan (another "
@@ -203,7 +203,7 @@ class EventHandlers:
             return
         who = "controller check" if v.source == "controller" else "monitor"
         if v.decision in ("finish", "fail"):
-            outcome = "succeeded" if v.decision == "finish" else "failed"
+            outcome = Outcome.SUCCEEDED if v.decision == "finish" else Outcome.FAILED
             r = self._goals.conclude(v.action_id, outcome,
                                      f"{who}: {v.reason or v.question + '=' + v.value}")
             self._journal.event(et.MonitorDecision(action_id=v.action_id,

@@ -29,7 +29,7 @@ from .model_api import Message
 from .observations import MotionTracker
 from .plan import NextStep, PlanQueue, PlanStep
 from .planner_tools import ACTIVE_STATUSES, SETTLE_S, ActionInfo, Turn
-from .statuses import RunStatus
+from .statuses import Outcome, RunStatus
 
 
 class PlanReader(Protocol):
@@ -101,9 +101,9 @@ class RunState:
 
     def count_outcome(self, tool: str, outcome: str) -> None:
         """A success clears ``tool``'s failures in a row; a stop or a timeout is no failure."""
-        if outcome == "succeeded":
+        if outcome == Outcome.SUCCEEDED:
             self.tool_failures[tool] = 0
-        elif outcome not in ("stopped", "timed_out"):
+        elif outcome not in (Outcome.STOPPED, Outcome.TIMED_OUT):
             self.tool_failures[tool] = self.tool_failures.get(tool, 0) + 1
 
     # the plan: every change of a step goes through here ------------------------------------

@@ -21,6 +21,7 @@ from typing import Any
 from .cli_common import CliParser, number_arg
 from .core import names
 from .core.errors import ConfigError, CoreError
+from .core.event_text import progress_line
 from .core.messages import AgentEvent
 from .core.model_api import ModelConfigError
 from .core.text import for_terminal
@@ -40,46 +41,7 @@ class Printer:
         self.verbose = verbose
 
     def __call__(self, ev: AgentEvent) -> None:
-        d = ev.data
-        k = ev.kind
-        line = ""
-        if k == "run_started":
-            line = f"run {d.get('run_id')} started: {d.get('task')!r}"
-        elif k == "planner_turn":
-            tools = ", ".join(d.get("tools") or []) or "(no tools)"
-            line = f"planner turn {d.get('turn', '')}: {tools}"
-            if d.get("error"):
-                line += f"  error: {d['error'].get('kind')}: {d['error'].get('message')}"
-        elif k == "plan_changed" and self.verbose:
-            line = "plan: " + " | ".join(f"{s['step']}.{s['status'][0]} {s['description']}"
-                                         for s in d.get("plan", []))
-        elif k == "plan_step":
-            line = f"  plan step {d.get('step')} started by the harness: {d.get('tool')}"
-        elif k == "skill_started":
-            line = f"  > {d.get('action_id')} {d.get('skill')} {json.dumps(d.get('params'))}"
-        elif k == "skill_ended":
-            line = (f"  < {d.get('action_id')} {d.get('skill')} {d.get('outcome')}"
-                    f" ({d.get('reason', '')}, {d.get('duration_s', 0):.1f} s)")
-        elif k == "action_ended" and d.get("tool") == "verify_state" and d.get("data"):
-            rep = d["data"].get("report", {})
-            line = "    verify_state: " + ", ".join(
-                f"{o}={rep[o]['location']}" for o in ("red_cup", "yellow_paper") if o in rep)
-        elif k == "monitor_answer" and (d.get("decision") or self.verbose):
-            line = (f"    monitor [{d.get('source')}] {d.get('question')}={d.get('value')} "
-                    f"p={d.get('probability', 0):.2f} {d.get('decision', '')}")
-        elif k == "ask_user":
-            line = f"planner asks the user: {d.get('question')}"
-        elif k == "waiting_user":
-            line = f"planner waits for the user: {d.get('question')}"
-        elif k == "plan_step_failed":
-            line = (f"  plan step {d.get('step')} failed {d.get('failures')} times in a row: "
-                    f"{d.get('description')}")
-        elif k == "tool_refused":
-            line = f"  refused {d.get('tool')}: {d.get('reason')}"
-        elif k == "target_rejected":
-            line = f"  target rejected: {d.get('reason')}"
-        elif k == "run_ended":
-            line = f"run ended: {d.get('status')} - {d.get('summary')} ({d.get('turns')} turns)"
+        line = progress_line(ev.typed(), self.verbose)
         if line:  # one event, one line: whatever a model or a skill said, escaped
             print(for_terminal(line), file=self.out or sys.stdout, flush=True)
 

@@ -45,6 +45,8 @@ from typing import Any
 import numpy as np
 
 from .clock import Clock, FakeClock, SystemClock
+from .event_record import TypedEvent
+from .event_types import EpisodeEnded, EpisodeStarted
 from .scrubbing import scrub as scrub_secrets
 from .text import clean
 
@@ -170,14 +172,19 @@ class EpisodeLog:
             self._events.flush()
         return rec
 
+    def write(self, ev: TypedEvent) -> dict[str, Any]:
+        """Write a typed event (its ``by``, when it has one, beside ``t`` and ``kind``)."""
+        data = ev.to_record()
+        return self.event(ev.kind, by=data.pop("by", None), **data)
+
     def started(self, task: str = "", **context: Any) -> dict[str, Any]:
         """``episode_started``: the task, and the run clock's reading (``clock.now``) with its
         Unix time (``clock.epoch``) at this event, which put every stamp on the run's clock
         (frames, overlays, joint states) onto ``t`` and ``sim_t``."""
-        return self.event("episode_started", episode=self.run_id, task=task,
-                          clock={"now": round(self.clock.now(), 6),
-                                 "epoch": round(self.clock.epoch(), 6),
-                                 "simulated": self.sim_zero is not None}, **context)
+        return self.write(EpisodeStarted(
+            episode=self.run_id, task=task,
+            clock={"now": round(self.clock.now(), 6), "epoch": round(self.clock.epoch(), 6),
+                   "simulated": self.sim_zero is not None}, extra=context))
 
     # turns ---------------------------------------------------------------------------------
     def next_turn_name(self) -> str:
@@ -222,7 +229,7 @@ class EpisodeLog:
         if self.closed:
             return
         try:
-            self.event("episode_ended", episode=self.run_id)
+            self.write(EpisodeEnded(episode=self.run_id))
         except (OSError, ValueError):  # a full disk or a closed file: the log stays parseable
             pass
         with self._lock:

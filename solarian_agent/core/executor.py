@@ -23,11 +23,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from . import event_types as et
 from . import names
 from .clock import Clock
 from .errors import SkillFailed
+from .event_record import ABSENT, GenericEvent, TypedEvent
 from .messages import AgentEvent, Generation, SkillFeedback, SkillGoal, SkillResult
 from .skill import Skill, SkillContext, Tool, ToolSpec, TrackerRequest, usable_tools
+from .statuses import Outcome
 from .tool_schema import schema_error, tool_schema, validate_params
 from .transport import LATCHED, ActionServer, Bus, GoalHandle, GoalStatus, QoS
 
@@ -118,7 +121,7 @@ class SkillExecutor:
                     names.skill_action(name), names.T_SKILL_ACTION,
                     on_goal=functools.partial(self._on_goal, name),
                     on_cancel=self._on_cancel,
-                    rejected_result=lambda reason: SkillResult("", "refused", reason),
+                    rejected_result=lambda reason: SkillResult("", Outcome.REFUSED, reason),
                 ),
                 node=node,
             )
@@ -136,8 +139,8 @@ class SkillExecutor:
         self.ticks = 0
 
     # events ---------------------------------------------------------------------------------
-    def _emit(self, kind: str, **data: Any) -> None:
-        self._events.publish(AgentEvent(self.clock.wall(), kind, data))
+    def _emit(self, ev: TypedEvent) -> None:
+        self._events.publish(AgentEvent.of(self.clock.wall(), ev))
 
     # generation -----------------------------------------------------------------------------
     def advance_generation(self, reason: str, by: str = "agent") -> int:
@@ -148,9 +151,9 @@ class SkillExecutor:
             gen = self.generation
             for ra in self.running.values():
                 if ra.stop_request is None:
-                    ra.stop_request = ("stopped", f"{reason} (generation advanced to {gen})")
+                    ra.stop_request = (Outcome.STOPPED, f"{reason} (generation advanced to {gen})")
         self._gen_pub.publish(Generation(gen, reason))
-        self._emit("generation_advanced", generation=gen, reason=reason, by=by)
+        self._emit(et.GenerationAdvanced(generation=gen, reason=reason, by=by))
         return gen
 
     def _on_operator(self, ev: Any) -> None:
@@ -173,7 +176,7 @@ class SkillExecutor:
         outcome = str(req.get("outcome", ""))
         reason = str(req.get("reason", ""))
         gen = int(req.get("generation", -1))
-        if outcome not in ("succeeded", "failed", "stopped"):
+        if outcome not in (Outcome.SUCCEEDED, Outcome.FAILED, Outcome.STOPPED):
             return {"ok": False, "reason": f"outcome must be succeeded|failed|stopped, "
                                            f"got {outcome!r}"}
         with self._lock:
@@ -238,7 +241,7 @@ class SkillExecutor:
                 for ra in self.running.values():
                     if ra.handle is handle:
                         if ra.stop_request is None:
-                            ra.stop_request = ("stopped", "cancel requested")
+                            ra.stop_request = (Outcome.STOPPED, "cancel requested")
                         return True
                 for p in self._starting:
                     if p.handle is handle:
@@ -246,7 +249,7 @@ class SkillExecutor:
                         return True
                 return False
         # ended outside the lock: a done callback may call straight back into the executor
-        handle.canceled(SkillResult(waiting.goal.action_id, "stopped",
+        handle.canceled(SkillResult(waiting.goal.action_id, Outcome.STOPPED,
                                     "cancelled before it started"))
         return True
 
@@ -254,7 +257,7 @@ class SkillExecutor:
         with self._lock:
             for ra in self.running.values():
                 if ra.stop_request is None:
-                    ra.stop_request = ("stopped", reason)
+                    ra.stop_request = (Outcome.STOPPED, reason)
 
     # the control loop -----------------------------------------------------------------------
     def tick(self) -> None:
@@ -303,12 +306,12 @@ class SkillExecutor:
             self._stop_trackers([f for f in ra.trackers if f not in still_read], by=ra.by)
         if not handle.done:
             try:
-                handle.abort(SkillResult(action_id, "failed", reason))
+                handle.abort(SkillResult(action_id, Outcome.FAILED, reason))
             except Exception:
                 pass
         try:
-            self._emit("skill_error", action_id=action_id, skill=tool, error=reason,
-                       traceback=traceback.format_exc(limit=5))
+            self._emit(et.SkillError(action_id=action_id, skill=tool, error=reason,
+                       traceback=traceback.format_exc(limit=5)))
         except Exception:
             pass
 
@@ -317,7 +320,7 @@ class SkillExecutor:
         with self._lock:
             gen = self.generation
         if goal.generation < gen:
-            p.handle.abort(SkillResult(goal.action_id, "refused",
+            p.handle.abort(SkillResult(goal.action_id, Outcome.REFUSED,
                                        f"refused: stale generation {goal.generation} (current "
                                        f"{gen}) by the time it was due to start"))
             return
@@ -330,7 +333,7 @@ class SkillExecutor:
         try:
             requests = tool.skill.services_for(params) if self.trackers is not None else []
         except Exception as e:  # skill code: refuses this call, never escapes the tick
-            p.handle.abort(SkillResult(goal.action_id, "refused",
+            p.handle.abort(SkillResult(goal.action_id, Outcome.REFUSED,
                                        f"refused: {p.tool} could not name its services: {e!r}"))
             return
         if self.trackers is not None:
@@ -342,13 +345,13 @@ class SkillExecutor:
                     res = self.trackers.start(req, (float(pt[0]), float(pt[1])))
                 except Exception as e:  # a tracker failure refuses the call, never escapes
                     self._stop_trackers(started_trackers + [req.field], by=p.by)
-                    p.handle.abort(SkillResult(goal.action_id, "refused",
+                    p.handle.abort(SkillResult(goal.action_id, Outcome.REFUSED,
                                                f"tracker {req.field} failed to start: {e}"))
                     return
                 started_trackers.append(req.field)
-                self._emit("service_started", by=p.by, module=req.field.split(".")[0],
+                self._emit(et.ServiceStarted(by=p.by, module=req.field.split(".")[0],
                            field=req.field, params={"point": list(pt), **req.params},
-                           action_id=goal.action_id)
+                           action_id=goal.action_id))
                 if spec.max_target_area is not None:
                     target_area = res.area_fraction
                     if res.area_fraction is None or res.area_fraction > spec.max_target_area:
@@ -358,9 +361,9 @@ class SkillExecutor:
                         reason = (f"refused: the point selected {shown}; the target may cover "
                                   f"at most {spec.max_target_area:.1%}. The point probably "
                                   "missed the object: point again at its centre.")
-                        self._emit("target_rejected", tool=p.tool, action_id=goal.action_id,
-                                   target_area=res.area_fraction, reason=reason)
-                        p.handle.abort(SkillResult(goal.action_id, "refused", reason,
+                        self._emit(et.TargetRejected(tool=p.tool, action_id=goal.action_id,
+                                   target_area=res.area_fraction, reason=reason))
+                        p.handle.abort(SkillResult(goal.action_id, Outcome.REFUSED, reason,
                                                    {"target_area": res.area_fraction}))
                         return
         with self._lock:
@@ -368,18 +371,19 @@ class SkillExecutor:
             cancelled = p.cancel_requested
         if cancelled:
             self._stop_trackers(started_trackers, by=p.by)
-            p.handle.canceled(SkillResult(goal.action_id, "stopped",
+            p.handle.canceled(SkillResult(goal.action_id, Outcome.STOPPED,
                                           "cancelled before it started"))
             return
         if goal.generation < gen:
             # a cancel, reset or takeover arrived (on another thread) while the trackers were
             # being seeded: the decision is stale, so the skill never starts
             self._stop_trackers(started_trackers, by=p.by)
-            p.handle.abort(SkillResult(goal.action_id, "refused",
+            p.handle.abort(SkillResult(goal.action_id, Outcome.REFUSED,
                                        f"refused: stale generation {goal.generation} (current "
                                        f"{gen}) by the time it was due to start"))
             return
-        ctx = SkillContext(self.clock, self.ports, emit=lambda k, d: self._emit(k, **d),
+        ctx = SkillContext(self.clock, self.ports,
+                           emit=lambda k, d: self._emit(GenericEvent(name=k, data=d)),
                            action_id=goal.action_id, generation=goal.generation)
         skill: Skill | None = None
         try:
@@ -388,15 +392,15 @@ class SkillExecutor:
         except SkillFailed as e:
             self._stop_after_failed_start(skill, p.tool, goal.action_id, e.reason)
             self._stop_trackers(started_trackers, by=p.by)
-            p.handle.abort(SkillResult(goal.action_id, "failed", e.reason))
-            self._emit("skill_ended", skill=p.tool, action_id=goal.action_id, outcome="failed",
-                       reason=e.reason)
+            p.handle.abort(SkillResult(goal.action_id, Outcome.FAILED, e.reason))
+            self._emit(et.SkillEnded(skill=p.tool, action_id=goal.action_id,
+                                     outcome=Outcome.FAILED, reason=e.reason))
             return
         except Exception as e:
             self._stop_after_failed_start(skill, p.tool, goal.action_id,
                                           f"could not start: {e!r}")
             self._stop_trackers(started_trackers, by=p.by)
-            p.handle.abort(SkillResult(goal.action_id, "failed",
+            p.handle.abort(SkillResult(goal.action_id, Outcome.FAILED,
                                        f"skill {p.tool} could not start: {e!r}"))
             return
         deadline = now + spec.max_duration_s if spec.max_duration_s else None
@@ -407,22 +411,20 @@ class SkillExecutor:
             if goal.generation < self.generation:
                 # advanced while start() ran: advance_generation could not see this action
                 # yet, so it is stopped here, in this very tick
-                ra.stop_request = ("stopped", f"generation advanced to {self.generation} "
+                ra.stop_request = (Outcome.STOPPED, f"generation advanced to {self.generation} "
                                               "while it was starting")
             elif p.cancel_requested:
-                ra.stop_request = ("stopped", "cancel requested")
+                ra.stop_request = (Outcome.STOPPED, "cancel requested")
         p.handle.execute()
         p.handle.publish_feedback(SkillFeedback(ra.action_id, "started", 0.0))
-        data: dict[str, Any] = {"skill": p.tool, "params": goal.params,
-                                "action_id": ra.action_id, "generation": goal.generation,
-                                "observation_id": goal.observation_id,
-                                "watch_for": list(goal.watch_for), "trackers": started_trackers,
-                                "start_s": round(self.clock.now() - t0, 4)}
-        if spec.max_target_area is not None:
-            data["target_area"] = target_area
-        self._emit("skill_started", by=p.by, **data)
+        self._emit(et.SkillStarted(
+            by=p.by, skill=p.tool, params=goal.params, action_id=ra.action_id,
+            generation=goal.generation, observation_id=goal.observation_id,
+            watch_for=list(goal.watch_for), trackers=started_trackers,
+            start_s=round(self.clock.now() - t0, 4),
+            target_area=target_area if spec.max_target_area is not None else ABSENT))
         if skill.done:
-            self._end(ra, "succeeded", skill.result.get("reason", ""), now)
+            self._end(ra, Outcome.SUCCEEDED, skill.result.get("reason", ""), now)
 
     def _step(self, ra: RunningAction, now: float) -> None:
         with self._lock:
@@ -435,35 +437,35 @@ class SkillExecutor:
         if ra.deadline is not None and now >= ra.deadline:
             reason = f"ran its limit of {ra.spec.max_duration_s:g} s"
             self._halt(ra, reason)
-            self._end(ra, "timed_out", reason, now)
+            self._end(ra, Outcome.TIMED_OUT, reason, now)
             return
         try:
             ra.skill.tick()
         except SkillFailed as e:
             self._halt(ra, e.reason)
-            self._end(ra, "failed", e.reason, now)
+            self._end(ra, Outcome.FAILED, e.reason, now)
             return
         except Exception as e:
             reason = f"skill {ra.tool} raised {type(e).__name__}: {e}"
-            self._emit("skill_error", action_id=ra.action_id, skill=ra.tool,
-                       traceback=traceback.format_exc(limit=5))
+            self._emit(et.SkillError(action_id=ra.action_id, skill=ra.tool,
+                       traceback=traceback.format_exc(limit=5)))
             self._halt(ra, reason)
-            self._end(ra, "failed", reason, now)
+            self._end(ra, Outcome.FAILED, reason, now)
             return
         if ra.skill.done:
-            self._end(ra, "succeeded", str(ra.skill.result.get("reason", "")), now)
+            self._end(ra, Outcome.SUCCEEDED, str(ra.skill.result.get("reason", "")), now)
             return
         ra.handle.publish_feedback(SkillFeedback(ra.action_id, ra.skill.phase,
                                                  ra.skill.progress))
 
     def _halt(self, ra: RunningAction, reason: str) -> None:
-        self._emit("skill_stop", by=ra.by, skill=ra.tool, action_id=ra.action_id,
-                   reason=reason)
+        self._emit(et.SkillStop(by=ra.by, skill=ra.tool, action_id=ra.action_id,
+                   reason=reason))
         try:
             ra.skill.on_stop(reason)
         except Exception as e:  # stopping must not fail the loop
-            self._emit("skill_error", action_id=ra.action_id, skill=ra.tool,
-                       error=f"on_stop raised {e!r}")
+            self._emit(et.SkillError(action_id=ra.action_id, skill=ra.tool,
+                       error=f"on_stop raised {e!r}"))
 
     def _stop_after_failed_start(self, skill: Skill | None, tool: str, action_id: str,
                                  reason: str) -> None:
@@ -474,8 +476,8 @@ class SkillExecutor:
         try:
             skill.on_stop(reason)
         except Exception as e:
-            self._emit("skill_error", action_id=action_id, skill=tool,
-                       error=f"on_stop raised {e!r}")
+            self._emit(et.SkillError(action_id=action_id, skill=tool,
+                       error=f"on_stop raised {e!r}"))
 
     def _end(self, ra: RunningAction, outcome: str, reason: str, now: float) -> None:
         with self._lock:
@@ -488,11 +490,11 @@ class SkillExecutor:
         if ra.conclusions:
             data["skill_reasons"] = list(ra.conclusions)
         result = SkillResult(ra.action_id, outcome, reason, data)
-        self._emit("skill_ended", skill=ra.tool, action_id=ra.action_id, outcome=outcome,
-                   reason=reason, duration_s=round(now - ra.started_at, 3))
-        if outcome == "succeeded":
+        self._emit(et.SkillEnded(skill=ra.tool, action_id=ra.action_id, outcome=outcome,
+                   reason=reason, duration_s=round(now - ra.started_at, 3)))
+        if outcome == Outcome.SUCCEEDED:
             ra.handle.succeed(result)
-        elif outcome == "stopped":
+        elif outcome == Outcome.STOPPED:
             ra.handle.canceled(result)
         else:
             ra.handle.abort(result)
@@ -506,9 +508,9 @@ class SkillExecutor:
             except Exception as e:
                 # the field is free for the next tracker either way; the operator is told the
                 # old one may still run instead of seeing it released
-                self._emit("service_stop_failed", by=by, field=f, error=f"{type(e).__name__}: {e}")
+                self._emit(et.ServiceStopFailed(by=by, field=f, error=f"{type(e).__name__}: {e}"))
                 continue
-            self._emit("service_stopped", by=by, field=f)
+            self._emit(et.ServiceStopped(by=by, field=f))
 
     @property
     def busy(self) -> bool:

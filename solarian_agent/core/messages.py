@@ -11,6 +11,8 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from .event_record import TypedEvent, parse
+
 Outcome = Literal["succeeded", "failed", "stopped", "timed_out", "refused"]
 OUTCOMES: tuple[str, ...] = ("succeeded", "failed", "stopped", "timed_out", "refused")
 
@@ -98,9 +100,20 @@ class SkillResult:
 
 @dataclass(frozen=True)
 class AgentEvent:
+    """One agent event as it travels (``agent/events``): its time, kind and record.  Emitters
+    build it from a typed event (:meth:`of`); readers get the typed event back
+    (:meth:`typed`), a kind without a type of its own as a generic one."""
+
     t: str
     kind: str
     data: dict[str, Any]
+
+    @classmethod
+    def of(cls, t: str, ev: TypedEvent) -> AgentEvent:
+        return cls(t, ev.kind, ev.to_record())
+
+    def typed(self) -> TypedEvent:
+        return parse(self.kind, self.data)
 
 
 @dataclass(frozen=True)

@@ -54,10 +54,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from . import event_types as et
 from . import names
 from .clock import Clock
 from .config import AgentConfig, MonitorConfig
 from .episode_log import EpisodeLog, Recorder
+from .event_record import TypedEvent
 from .messages import AgentEvent, Image
 from .model_caller import InlineCaller, ModelCaller, ThreadCaller
 from .monitor_calls import CallDone, TickCalls
@@ -245,7 +247,7 @@ class MonitorEngine:
         try:
             self._tick()
         except Exception as e:  # nothing escapes into the spin loop
-            self.log.error("monitor_error", error=f"{type(e).__name__}: {e}")
+            self.log.error(et.MonitorError(error=f"{type(e).__name__}: {e}"))
 
     def _tick(self) -> None:
         for ev in self.inbox.take():
@@ -257,8 +259,8 @@ class MonitorEngine:
                 else:
                     self._action_ended(str(ev.data.get("action_id", "")))
             except Exception as e:
-                self.log.error("monitor_error", action_id=str(ev.data.get("action_id", "")),
-                               error=f"{ev.kind}: {type(e).__name__}: {e}")
+                self.log.error(et.MonitorError(action_id=str(ev.data.get("action_id", "")),
+                               error=f"{ev.kind}: {type(e).__name__}: {e}"))
         self._poll()
         now = self.clock.now()
         if not self.schedule.due(now, bool(self.watching.actions)):
@@ -269,8 +271,8 @@ class MonitorEngine:
             try:  # one action's failure must not stop the others' ticks
                 self._tick_action(act, now)
             except Exception as e:
-                self.log.error("monitor_error", action_id=act.action_id,
-                               error=f"{type(e).__name__}: {e}")
+                self.log.error(et.MonitorError(action_id=act.action_id,
+                               error=f"{type(e).__name__}: {e}"))
 
     def _action_started(self, ev: SkillEvent) -> None:
         if not self.watching.watches(str(ev.data.get("by", "agent"))):
@@ -279,7 +281,7 @@ class MonitorEngine:
             try:
                 self.catalogue.fetch()
             except Exception as e:
-                self.log.error("monitor_error", error=f"could not read the tool catalogue: {e}")
+                self.log.error(et.MonitorError(error=f"could not read the tool catalogue: {e}"))
                 self.catalogue.give_up()
         act = watched_action(ev.data, ev.t, ev.frames, self.catalogue.questions)
         # an action started again under its id starts afresh: its earlier call is not awaited
@@ -308,9 +310,9 @@ class MonitorEngine:
             return
         if self.framing.keep(act.action_id, taken):
             self.log.save_images([(s.file_name, s.data) for _, s, _ in taken])
-            self.log.event("monitor_frame", action_id=act.action_id, tool=act.tool, tick=tick,
+            self.log.event(et.MonitorFrame(action_id=act.action_id, tool=act.tool, tick=tick,
                            images=[image_record(s, m, "kept", 0.0) for _, s, m in taken],
-                           elapsed_s=round(elapsed, 3))
+                           elapsed_s=round(elapsed, 3)))
             return
         active = active_questions(act.questions, elapsed)
         if not active:
@@ -335,11 +337,11 @@ class MonitorEngine:
             asked = {q.name for q in done.call.request.questions}
             verdicts = self.verdicts.judge(done.act, asked, done.call.elapsed_s,
                                            done.reply.answers)
-        self.log.event("monitor_tick", **done.record(verdicts, live))
+        self.log.event(done.event(verdicts, live))
 
     # output ----------------------------------------------------------------------------------
-    def log_event(self, kind: str, **data: Any) -> None:
-        self.log.event(kind, **data)
+    def log_event(self, ev: TypedEvent) -> None:
+        self.log.event(ev)
 
     def shutdown(self) -> None:
         self.tick_calls.shutdown()

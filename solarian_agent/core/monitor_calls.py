@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from . import event_types as et
+from .event_record import ABSENT
 from .model_api import ModelReply
 from .model_caller import ModelCaller
 from .monitor_log import MonitorLog
@@ -52,11 +54,15 @@ class CallDone:
     orphan: bool
 
     def record(self, verdicts: list[dict[str, Any]], live: bool) -> dict[str, Any]:
-        """The ``monitor_tick`` event's data: the call, its answers and the verdicts they
-        produced; an answer that was not judged (``live`` False) is marked discarded."""
+        """The ``monitor_tick`` event's data (:meth:`event`'s record)."""
+        return self.event(verdicts, live).to_record()
+
+    def event(self, verdicts: list[dict[str, Any]], live: bool) -> et.MonitorTick:
+        """The ``monitor_tick`` event: the call, its answers and the verdicts they produced;
+        an answer that was not judged (``live`` False) is marked discarded."""
         reply, call = self.reply, self.call
         answers = reply.answers if reply is not None else {}
-        return dict(
+        return et.MonitorTick(
             action_id=self.act.action_id, tool=self.act.tool, tick=call.tick,
             elapsed_s=round(call.elapsed_s, 3),
             questions=[q.name for q in call.request.questions],
@@ -68,8 +74,8 @@ class CallDone:
             usage=reply.usage.as_dict() if reply is not None else None,
             model=(reply.model if reply is not None else "") or self.model,
             error=self.error, verdicts=verdicts,
-            **({} if live else {"discarded": "the action ended or was concluded before the "
-                                             "answer arrived"}))
+            discarded=ABSENT if live else ("the action ended or was concluded before the "
+                                           "answer arrived"))
 
 
 class TickCalls:
@@ -105,16 +111,16 @@ class TickCalls:
         call = entry[1]
         if now - call.sent_at > self._timeout_s + DEADLINE_GRACE_S:
             self.orphan(act.action_id)
-            self._log.error("monitor_tick", action_id=act.action_id, tool=act.tool,
+            self._log.error(et.MonitorTick(action_id=act.action_id, tool=act.tool,
                             tick=call.tick, questions=[q.name for q in call.request.questions],
                             images=call.images, answers={}, verdicts=[],
                             error={"kind": "timeout", "message": f"no answer within "
                                    f"{self._timeout_s:g} s; the tick answers nothing"},
-                            elapsed_s=round(call.elapsed_s, 3))
+                            elapsed_s=round(call.elapsed_s, 3)))
             return False
         self.skipped += 1
-        self._log.event("monitor_skip", action_id=act.action_id, tool=act.tool, tick=tick,
-                        reason="the previous call is still in flight")
+        self._log.event(et.MonitorSkip(action_id=act.action_id, tool=act.tool, tick=tick,
+                        reason="the previous call is still in flight"))
         return True
 
     def orphan(self, action_id: str) -> None:

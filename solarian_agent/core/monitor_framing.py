@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import event_types as et
 from .messages import Image
 from .monitor_frames import (
     Box,
@@ -114,8 +115,8 @@ class MonitorFraming:
         try:
             box = self.target_box(act.action_id, act.trackers, cam, shot.frame)
         except Exception as e:
-            self._log.event("monitor_error", action_id=act.action_id,
-                            error=f"target_box raised {type(e).__name__}: {e}")
+            self._log.event(et.MonitorError(action_id=act.action_id,
+                            error=f"target_box raised {type(e).__name__}: {e}"))
             return None
         return None if box is None else box_to_sent(box, shot.scaling)
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from .clock import Clock
 from .episode_log import EpisodeLog, Recorder
+from .event_record import TypedEvent
 
 LogSource = Callable[[], "EpisodeLog | None"]
 EventHook = Callable[[str, dict[str, Any]], None]
@@ -47,12 +48,13 @@ class MonitorLog:
         self.recent: collections.deque[dict[str, Any]] = collections.deque(maxlen=RECENT_EVENTS)
         self.errors = 0
 
-    def event(self, kind: str, **data: Any) -> None:
+    def event(self, ev: TypedEvent) -> None:
         """Log one event.  Never raises: a broken log or hook must not stop the monitor."""
+        kind, data = ev.kind, ev.to_record()
         log = self._source()
         if log is not None:
             try:
-                rec = log.event(kind, **data)
+                rec = log.write(ev)
             except Exception:
                 rec = {"t": self._clock.wall(), "kind": kind, **data}
         else:
@@ -67,10 +69,10 @@ class MonitorLog:
     def count_error(self) -> None:
         self.errors += 1
 
-    def error(self, kind: str, **data: Any) -> None:
+    def error(self, ev: TypedEvent) -> None:
         """An event that reports an error: counted, then logged."""
         self.count_error()
-        self.event(kind, **data)
+        self.event(ev)
 
     def save_images(self, images: Iterable[tuple[str, bytes]]) -> None:
         """Save (file name, encoded bytes) into the episode log, each file once."""

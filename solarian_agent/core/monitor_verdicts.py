@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import event_types as et
 from . import names
 from .clock import Clock
 from .messages import MonitorVerdict
@@ -174,18 +175,18 @@ class MonitorVerdicts:
         try:
             res = self._tripwire(act.action_id, act.tool, elapsed_s)
         except Exception as e:
-            self._log.error("monitor_error", action_id=act.action_id,
-                            error=f"check_agent_action raised {type(e).__name__}: {e}")
+            self._log.error(et.MonitorError(action_id=act.action_id,
+                            error=f"check_agent_action raised {type(e).__name__}: {e}"))
             return
         call = read_tripwire(res, self._has_tool)
         if call is None:
             return
         if call.error:
-            self._log.error("monitor_error", action_id=act.action_id, error=call.error)
+            self._log.error(et.MonitorError(action_id=act.action_id, error=call.error))
             return
         if call.dropped:
-            self._log.event("monitor_error", action_id=act.action_id,
-                            error=f"check_agent_action's follow-up dropped: {call.dropped}")
+            self._log.event(et.MonitorError(action_id=act.action_id,
+                            error=f"check_agent_action's follow-up dropped: {call.dropped}"))
         state = self._actions[act.action_id]
         if call.decision == "escalate":
             if state.tripwire_escalated:

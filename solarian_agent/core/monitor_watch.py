@@ -10,11 +10,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import event_types as et
 from .messages import Image
 from .monitor_rules import WATCH_FOR_AFTER_S, QuestionSpec, check_catalogue, watch_for_questions
 
-SKILL_STARTED = "skill_started"
-SKILL_ENDED = "skill_ended"
+SKILL_STARTED = et.SkillStarted.KIND
+SKILL_ENDED = et.SkillEnded.KIND
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .statuses import Outcome, StepStatus
 from .text import one_line
 
 STEP_STATUSES = ("pending", "running", "done", "failed", "skipped")
@@ -29,7 +30,7 @@ class PlanStep:
     description: str
     tool: str | None = None
     args: dict[str, Any] | None = None
-    status: str = "pending"
+    status: str = StepStatus.PENDING
     action_id: str | None = None
     failures: int = 0
     # failed by the monitor (or a controller check), not by the retry budget: the queue never
@@ -90,25 +91,26 @@ class PlanQueue:
         """Replace the plan.  A step identical to a running one keeps its action; one
         identical to a step that failed before keeps its failures in a row (and stays
         ``failed`` unless it is now marked done or skipped)."""
-        running = {(s.description, s.tool): s for s in self.steps if s.status == "running"}
+        running = {(s.description, s.tool): s for s in self.steps
+                   if s.status == StepStatus.RUNNING}
         # `and` or `or` here differ only for a step with failures that is done, skipped or
         # running, and none carries its count: done and skipped have none left, a running one
         # is taken by ``running`` (its status is not pending below): equivalent (listed in
         # pyproject.toml)
         tried = {(s.description, s.tool): s for s in self.steps
-                 if s.failures and s.status in ("pending", "failed")}
+                 if s.failures and s.status in (StepStatus.PENDING, StepStatus.FAILED)}
         new: list[PlanStep] = []
         for i, raw in enumerate(steps, start=1):
             st = PlanStep(i, str(raw["description"]), raw.get("tool"), raw.get("args"),
                           str(raw.get("status", "pending")))
             old = running.pop((st.description, st.tool), None)
-            if old is not None and st.status == "pending":
-                st.status, st.action_id = "running", old.action_id
+            if old is not None and st.status == StepStatus.PENDING:
+                st.status, st.action_id = StepStatus.RUNNING, old.action_id
             before = tried.pop((st.description, st.tool), None)
-            if before is not None and st.status == "pending":
+            if before is not None and st.status == StepStatus.PENDING:
                 st.failures = before.failures
-                if before.status == "failed" and not before.decide:
-                    st.status = "failed"
+                if before.status == StepStatus.FAILED and not before.decide:
+                    st.status = StepStatus.FAILED
             new.append(st)
         self.steps = new
 
@@ -117,9 +119,10 @@ class PlanQueue:
         (a step the monitor failed included: calling its tool again is the planner's
         decision)."""
         for s in self.steps:
-            if s.tool == tool and (s.status == "pending" or (s.status == "failed" and s.decide)):
+            if s.tool == tool and (s.status == StepStatus.PENDING
+                                   or (s.status == StepStatus.FAILED and s.decide)):
                 s.decide = False
-                s.status, s.action_id = "running", action_id
+                s.status, s.action_id = StepStatus.RUNNING, action_id
                 return s
         return None
 
@@ -127,7 +130,7 @@ class PlanQueue:
         """The harness started step ``index`` itself (the queue's next complete step)."""
         for s in self.steps:
             if s.index == index:
-                s.status, s.action_id = "running", action_id
+                s.status, s.action_id = StepStatus.RUNNING, action_id
 
     def step_of(self, action_id: str) -> PlanStep | None:
         return next((s for s in self.steps if s.action_id == action_id), None)
@@ -142,25 +145,25 @@ class PlanQueue:
         s = self.step_of(action_id)
         if s is None:
             return None
-        if outcome == "succeeded":
-            s.status = "done"
+        if outcome == Outcome.SUCCEEDED:
+            s.status = StepStatus.DONE
             s.failures = 0
             return s
-        s.status = "pending"  # the queue waits for the planner's reply
-        if outcome == "failed":
+        s.status = StepStatus.PENDING  # the queue waits for the planner's reply
+        if outcome == Outcome.FAILED:
             s.failures += 1
             if retries and s.failures >= retries:
-                s.status = "failed"
+                s.status = StepStatus.FAILED
             elif by_monitor:
-                s.status, s.decide = "failed", True
+                s.status, s.decide = StepStatus.FAILED, True
         return s
 
     def failed_for(self, tool: str) -> PlanStep | None:
         """The failed step a call of ``tool`` would retry: one naming ``tool`` that failed,
         with no pending step of that tool left for the call to take instead."""
-        if any(s.status == "pending" and s.tool == tool for s in self.steps):
+        if any(s.status == StepStatus.PENDING and s.tool == tool for s in self.steps):
             return None
-        return next((s for s in self.steps if s.status == "failed" and s.tool == tool
+        return next((s for s in self.steps if s.status == StepStatus.FAILED and s.tool == tool
                      and not s.decide), None)
 
     def follow_up(self, action_id: str, tool: str, new_action_id: str) -> PlanStep | None:
@@ -169,23 +172,23 @@ class PlanQueue:
         Returns the step the follow-up now runs, if any."""
         s = self.step_of(action_id)
         after = self.steps[self.steps.index(s) + 1:] if s is not None else self.steps
-        nxt = next((x for x in after if x.status == "pending"), None)
+        nxt = next((x for x in after if x.status == StepStatus.PENDING), None)
         if nxt is not None and nxt.tool == tool:
-            nxt.status, nxt.action_id = "running", new_action_id
+            nxt.status, nxt.action_id = StepStatus.RUNNING, new_action_id
             return nxt
         if s is not None:
-            s.status, s.action_id = "running", new_action_id
+            s.status, s.action_id = StepStatus.RUNNING, new_action_id
         return s
 
     def next_step(self, needs_point: set[str], known_tools: set[str]) -> NextStep:
         for s in self.steps:
-            if s.status in ("done", "skipped", "running"):
+            if s.status in (StepStatus.DONE, StepStatus.SKIPPED, StepStatus.RUNNING):
                 continue
-            if s.status == "failed" and s.decide:
+            if s.status == StepStatus.FAILED and s.decide:
                 return NextStep(None, f"plan step {s.index} ({s.description!r}) was failed by "
                                       "the monitor: call its tool again, change the plan or "
                                       "ask the user")
-            if s.status == "failed":
+            if s.status == StepStatus.FAILED:
                 return NextStep(None, f"plan step {s.index} ({s.description!r}) failed "
                                       f"{s.failures} times in a row: change the plan or ask "
                                       "the user")
@@ -204,7 +207,7 @@ class PlanQueue:
 
     @property
     def running(self) -> list[PlanStep]:
-        return [s for s in self.steps if s.status == "running"]
+        return [s for s in self.steps if s.status == StepStatus.RUNNING]
 
     def as_list(self) -> list[dict[str, Any]]:
         return [s.as_dict() for s in self.steps]
@@ -215,7 +218,7 @@ class PlanQueue:
         lines = []
         for s in self.steps:
             call = f" -> {s.tool}({_short(s.args)})" if s.tool else ""
-            act = f" [{s.action_id}]" if s.action_id and s.status == "running" else ""
+            act = f" [{s.action_id}]" if s.action_id and s.status == StepStatus.RUNNING else ""
             lines.append(one_line(
                 f"{s.index}. [{s.status}] {s.description}{call}{act}", 800,
                 quotes=False,  # None would read the same: an equivalent mutant

@@ -52,11 +52,13 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from . import event_types as et
 from . import names
 from .attention import SceneObserverPort
 from .clock import Clock
 from .config import AgentConfig
 from .episode_log import EpisodeLog, Recorder
+from .event_record import parse
 from .events import EventQueue
 from .messages import JointState
 from .model_api import Message, ModelProvider, ToolDef
@@ -94,6 +96,7 @@ from .planner_tools import (
 from .planner_turns import Senses, TurnCycle
 from .routing import Router
 from .skill import ToolSpec
+from .statuses import RunStatus
 from .timers import Timers
 from .transport import LATCHED, Bus, GoalHandle, QoS
 from .views import ViewManager
@@ -155,13 +158,14 @@ class Planner:
                                  reads_images=bool(provider.reads_images),
                                  describer=vision_backend,
                                  fixed=list(config.runtime.cameras),
-                                 on_event=lambda k, d: self.journal.event(k, **d),
+                                 on_event=lambda k, d: self.journal.event(parse(k, d)),
                                  # the controller's overlays (tracker masks) on planner images;
                                  # the monitor never gets them, whatever this says
                                  overlays=list(image_overlays or [])
                                  if config.image_overlays else [])
         if scene_observer is not None and scene_observer.on_event is None:
-            scene_observer.on_event = lambda k, d: self.journal.event(k, **d)
+            # the observer names its events by kind (it sits above the core): typed here
+            scene_observer.on_event = lambda k, d: self.journal.event(parse(k, d))
         self.catalogue = ToolCatalogue(bus, self.views, scene_observer)
         self.inbox = Inbox(clock, EventQueue(config.events.queue_size, config.events.overflow),
                            self.journal, self.book.notes, self.catalogue)
@@ -336,9 +340,9 @@ class Planner:
         try:
             self._tick()
         except Exception as e:  # nothing escapes into the spin loop
-            self.journal.event("harness_error", error=f"{type(e).__name__}: {e}")
+            self.journal.event(et.HarnessError(error=f"{type(e).__name__}: {e}"))
             if self.run.active:
-                self.runs.end_run("failed", f"harness error: {e}")
+                self.runs.end_run(RunStatus.FAILED, f"harness error: {e}")
 
     def _tick(self) -> None:
         now = self.clock.now()
@@ -350,10 +354,10 @@ class Planner:
             self.cycle.poll_turn()
         for ev in self.slot.release():
             queue.put(ev)
-        if self.run.status != "running":
+        if self.run.status != RunStatus.RUNNING:
             return
         self.runs.check_budgets(now)
-        if self.run.status != "running" or self.slot.current is not None \
+        if self.run.status != RunStatus.RUNNING or self.slot.current is not None \
                 or self.cycle.poll_wake():
             return
         self.wakes.heartbeat(now, bool(self.book.running))
@@ -372,7 +376,7 @@ class Planner:
     def shutdown(self) -> None:
         if self.run.active:
             self.runs.stop_everything("shutdown")
-            self.runs.end_run("cancelled", "shut down")
+            self.runs.end_run(RunStatus.CANCELLED, "shut down")
         self.model.caller.shutdown()
 
 

@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from . import event_types as et
 from . import images as im
 from .attention import AttentionEpisode, SceneObserverPort
 from .clock import Clock
@@ -26,6 +27,7 @@ from .planner_state import ActionBook, Refusals, RunState, Transcript, TurnSlot,
 from .planner_tasks import TaskTools
 from .planner_tools import PLANNER_TOOLS, PendingStart, PlannerModel, ToolCatalogue, Turn, tool_msg
 from .routing import TASK_TOOLS
+from .statuses import RunStatus
 from .text import one_line, planner_wrote, quote, quote_prefix
 from .tool_schema import (
     describe_bad_number,
@@ -130,8 +132,8 @@ class ToolCalls:
             if log is not None:
                 for o in obs:
                     log.save_image(o.file_name, o.data)
-            self._journal.event("observe", observations=[o.id for o in obs],
-                                images=[f"images/{o.file_name}" for o in obs])
+            self._journal.event(et.Observe(observations=[o.id for o in obs],
+                                images=[f"images/{o.file_name}" for o in obs]))
             self.answer_views(turn, call, prepared)
         elif name == "stop_action":
             aid = args["action_id"]
@@ -141,8 +143,8 @@ class ToolCalls:
                                        f"{', '.join(self._book.running) or 'none'})")
             info.handle.cancel()
             self._slot.attention.record_effect()
-            self._journal.event("stop_action", by="agent", action_id=aid,
-                                reason=args.get("reason", ""))
+            self._journal.event(et.StopAction(by="agent", action_id=aid,
+                                reason=args.get("reason", "")))
             if any(ps.action_id == aid for ps in turn.pending):
                 # started by this very reply and not yet running: no end event follows (its
                 # own call says how it ended), so no wake is promised and the turn goes on
@@ -154,9 +156,9 @@ class ToolCalls:
                                              "has stopped")
             turn.ended = True
         elif name == "ask_user":
-            self._run.status = "waiting_user"
+            self._run.status = RunStatus.WAITING_USER
             self._transcript.say("agent", args["question"])
-            self._journal.event("ask_user", question=args["question"])
+            self._journal.event(et.AskUser(question=args["question"]))
             turn.results[call.id] = tool_msg(call, "asked; the run waits for the answer")
             turn.ended = True
         elif name == "finish_task":
@@ -209,7 +211,7 @@ class ToolCalls:
                 if e:
                     raise ToolCallRejected(f"steps[{i}]: {e}")
         self._run.replace_plan(args["steps"])
-        self._journal.event("plan_changed", plan=self._run.plan.as_list())
+        self._journal.event(et.PlanChanged(plan=self._run.plan.as_list()))
         turn.results[call.id] = tool_msg(call, "plan updated:\n" + self._run.plan.render())
         self._wakes.continue_turn = True
 
@@ -241,8 +243,8 @@ class ToolCalls:
         if points_view:
             self.publish_view(obs_id, points_view)
         if self._config.dry_run:
-            self._journal.event("dry_run_call", tool=call.name, params=args,
-                                observation_id=obs_id)
+            self._journal.event(et.DryRunCall(tool=call.name, params=args,
+                                observation_id=obs_id))
             turn.results[call.id] = tool_msg(call, f"dry run: {call.name} would start with "
                                              f"{json.dumps(args)}; nothing was started")
             self._wakes.continue_turn = True
@@ -270,9 +272,9 @@ class ToolCalls:
                 info = book.get(ps.action_id)
                 if step is not None and info is not None:
                     info.step = step.index
-                journal.event("action_started", action_id=ps.action_id, tool=ps.tool,
+                journal.event(et.ActionStarted(action_id=ps.action_id, tool=ps.tool,
                               params=info.params if info is not None else {},
-                              step=step.index if step else None)
+                              step=step.index if step else None))
                 turn.results[ps.call.id] = tool_msg(
                     ps.call, f"started action {ps.action_id} ({ps.tool}): task id "
                              f"{ps.action_id}, running in the background with no result yet; "
@@ -287,8 +289,8 @@ class ToolCalls:
                 said = reason[len("refused: "):] if reason.startswith("refused: ") else reason
                 turn.results[ps.call.id] = tool_msg(ps.call, refusals.refuse(
                     ps.tool, f"refused: {quote('skill', said)}"), error=True)
-                journal.event("tool_refused", tool=ps.tool, action_id=ps.action_id,
-                              reason=reason)
+                journal.event(et.ToolRefused(tool=ps.tool, action_id=ps.action_id,
+                              reason=reason))
             elif now - ps.sent_at > 5.0:
                 turn.pending.remove(ps)
                 ps.handle.cancel()
@@ -324,16 +326,17 @@ class ToolCalls:
             ok, summary = finish
             if self._book.running:
                 self._runs.advance_generation("finish_task", "agent")
-            self._runs.end_run("succeeded" if ok else "failed", summary)
+            self._runs.end_run(RunStatus.SUCCEEDED if ok else RunStatus.FAILED, summary)
             return
         if used_up:
             limit = refusals.limit
             last = refusals.last[1] if refusals.last else ""
             self._runs.stop_everything("refusals")
-            self._runs.end_run("failed", f"the planner's calls were refused {limit} times in "
-                                         f"a row ({limit} turns, {refusals.in_row} calls, "
-                                         "no action started; budgets.max_refused_in_row); "
-                                         f"the last refusal: {last}")
+            self._runs.end_run(RunStatus.FAILED,
+                               f"the planner's calls were refused {limit} times in "
+                               f"a row ({limit} turns, {refusals.in_row} calls, "
+                               "no action started; budgets.max_refused_in_row); "
+                               f"the last refusal: {last}")
             return
         self._wakes.continue_turn = not (turn.started_any or turn.ended or turn.waits)
         self._state.publish()

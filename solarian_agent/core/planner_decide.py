@@ -10,9 +10,10 @@ import enum
 from dataclasses import dataclass
 
 from .plan import NextStep, PlanStep
+from .statuses import Outcome
 
 # the outcome a monitor decision ends its action with (SKILL_CONCLUDE)
-DECIDED_OUTCOME = {"finish": "succeeded", "fail": "failed"}
+DECIDED_OUTCOME = {"finish": Outcome.SUCCEEDED, "fail": Outcome.FAILED}
 
 
 def followup_holds(decision: str, outcome: str) -> bool:
@@ -72,7 +73,7 @@ def after_action(end: ActionEnd) -> AfterAction:
     """
     if end.failed_by_monitor:
         return AfterAction(AfterKind.TELL_STOPPED)
-    if end.outcome != "succeeded":
+    if end.outcome != Outcome.SUCCEEDED:
         return AfterAction(AfterKind.WAKE_FOR_END)
     if end.others_running:
         return AfterAction(AfterKind.WAIT_FOR_OTHERS if end.ran_plan_step

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from . import event_types as et
 from .clock import Clock
 from .config import AgentConfig
 from .events import Event
@@ -17,6 +18,7 @@ from .planner_journal import Journal, StatePublisher
 from .planner_runs import RunControl
 from .planner_state import ActionBook, RunState, TurnSlot, Wakes
 from .planner_tools import ActionInfo, ToolCatalogue
+from .statuses import Outcome, RunStatus, StepStatus
 from .text import one_line, planner_wrote, quote
 
 
@@ -79,28 +81,28 @@ class EventHandlers:
         info = book.pop(res.action_id)
         answered = res.action_id in book.answered_at_start
         book.answered_at_start.discard(res.action_id)
-        if info is None and (res.outcome == "refused" or answered):
+        if info is None and (res.outcome == Outcome.REFUSED or answered):
             # refused (or failed) before it started: the planner already got that as its tool
             # result, so it is not delivered a second time as news
-            journal.event("action_refused", action_id=res.action_id, tool=goal.tool,
-                          reason=res.reason)
+            journal.event(et.ActionRefused(action_id=res.action_id, tool=goal.tool,
+                          reason=res.reason))
             return
         tool = info.tool if info else goal.tool
-        journal.event("action_ended", action_id=res.action_id, tool=tool, outcome=res.outcome,
-                      reason=res.reason, data=res.data)
+        journal.event(et.ActionEnded(action_id=res.action_id, tool=tool, outcome=res.outcome,
+                      reason=res.reason, data=res.data))
         followup, failed_by_monitor = book.settle(res.action_id)
         if followup is not None and not followup_holds(followup[1], res.outcome):
-            journal.event("followup_dropped", action_id=res.action_id, tool=followup[0],
-                          decision=followup[1], outcome=res.outcome)
+            journal.event(et.FollowupDropped(action_id=res.action_id, tool=followup[0],
+                          decision=followup[1], outcome=res.outcome))
             followup = None
-        if self._run.status not in ("running", "waiting_user"):
+        if self._run.status not in (RunStatus.RUNNING, RunStatus.WAITING_USER):
             self._state.publish()  # the action is gone from any viewer's screen too
             return
         retries = self._config.budgets.retries_per_step
         step = self._run.step_ended(res.action_id, res.outcome, retries, failed_by_monitor)
-        if step is not None and step.status == "failed":
-            journal.event("plan_step_failed", step=step.index, tool=step.tool,
-                          failures=step.failures, description=step.description)
+        if step is not None and step.status == StepStatus.FAILED:
+            journal.event(et.PlanStepFailed(step=step.index, tool=step.tool,
+                          failures=step.failures, description=step.description))
         self._run.count_outcome(tool, res.outcome)
         if followup is not None and self.start_followup(res, tool, *followup):
             return
@@ -133,8 +135,8 @@ class EventHandlers:
             new_id = self._goals.by_harness(nxt.tool or "", args, by_harness=True,
                                             step_index=nxt.index)
             if new_id:
-                journal.event("plan_step", step=nxt.index, tool=nxt.tool, args=args,
-                              action_id=new_id)
+                journal.event(et.PlanStep(step=nxt.index, tool=nxt.tool, args=args,
+                              action_id=new_id))
             else:
                 self._wakes.wake(f"plan step {nxt.index} could not start")
         elif decision.kind is AfterKind.WAKE_FOR_PLAN:
@@ -162,16 +164,16 @@ class EventHandlers:
         return False
 
     def wake_for_end(self, res: SkillResult, tool: str, info: ActionInfo | None) -> None:
-        if res.outcome == "timed_out":
+        if res.outcome == Outcome.TIMED_OUT:
             if info is not None and info.watched:
                 msg = (f"Action {res.action_id} ({tool}) ran its limit without the monitor "
                        "confirming success. Look at the newest image before undoing anything.")
             else:
                 msg = (f"Action {res.action_id} ({tool}) ran its limit; judge from the newest "
                        "image whether it succeeded. Look before undoing anything.")
-        elif res.outcome == "refused":
+        elif res.outcome == Outcome.REFUSED:
             msg = f"Action {res.action_id} ({tool}) was refused: {quote('skill', res.reason)}"
-        elif res.outcome == "stopped":
+        elif res.outcome == Outcome.STOPPED:
             msg = f"Action {res.action_id} ({tool}) was stopped: {quote('skill', res.reason)}"
         else:
             msg = f"Action {res.action_id} ({tool}) failed: {quote('skill', res.reason)}"
@@ -182,7 +184,7 @@ class EventHandlers:
         step = self._run.plan.step_of(res.action_id) if info is not None else None
         n = self._run.tool_failures.get(tool, 0)
         retries = self._config.budgets.retries_per_step
-        if step is not None and step.status == "failed":
+        if step is not None and step.status == StepStatus.FAILED:
             msg += (f" Plan step {step.index} ({planner_wrote(step.description)}) has now failed "
                     f"{step.failures} times in a row (retries_per_step {retries}): the harness "
                     "will not retry it as it is. Change the plan with update_plan (another "
@@ -197,16 +199,16 @@ class EventHandlers:
         # while the planner waits for the user its actions still run: the monitor still ends
         # them (the planner hears of it with the user's answer)
         if v.action_id not in self._book.running or \
-                self._run.status not in ("running", "waiting_user"):
+                self._run.status not in (RunStatus.RUNNING, RunStatus.WAITING_USER):
             return
         who = "controller check" if v.source == "controller" else "monitor"
         if v.decision in ("finish", "fail"):
-            outcome = "succeeded" if v.decision == "finish" else "failed"
+            outcome = Outcome.SUCCEEDED if v.decision == "finish" else Outcome.FAILED
             r = self._goals.conclude(v.action_id, outcome,
                                      f"{who}: {v.reason or v.question + '=' + v.value}")
-            self._journal.event("monitor_decision", action_id=v.action_id,
+            self._journal.event(et.MonitorDecision(action_id=v.action_id,
                                 decision=v.decision, source=v.source, then=v.then,
-                                accepted=bool(r.get("ok")), reason=r.get("reason", ""))
+                                accepted=bool(r.get("ok")), reason=r.get("reason", "")))
             if not r.get("ok"):
                 return
             if v.then:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import event_types as et
 from . import names
 from .clock import Clock
 from .errors import ToolCallRejected
@@ -75,8 +76,8 @@ class GoalSender:
                                   bool(spec.monitor), step_index))
         if step_index is not None:
             self._run.start_step(step_index, action_id)
-        self._journal.event("action_started", action_id=action_id, tool=tool, params=args,
-                            by_harness=by_harness)
+        self._journal.event(et.ActionStarted(action_id=action_id, tool=tool, params=args,
+                            by_harness=by_harness))
         self._state.publish()
         return action_id
 
@@ -102,8 +103,8 @@ class GoalSender:
             ok = False
         if not ok:  # not started yet, or the conclude service is unreachable
             ok = info.handle.cancel()
-        self._journal.event("stop_action", by=by, action_id=action_id, tool=info.tool,
-                            reason=reason, accepted=ok)
+        self._journal.event(et.StopAction(by=by, action_id=action_id, tool=info.tool,
+                            reason=reason, accepted=ok))
         return ok
 
 

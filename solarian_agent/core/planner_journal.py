@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import event_types as et
 from .clock import Clock
 from .episode_log import EpisodeLog
+from .event_record import TypedEvent
 from .events import Event, EventQueue
 from .messages import AgentEvent, AgentState, MonitorVerdict, OperatorEvent, SkillResult
 from .planner_state import ActionBook, MonitorNotes, RunState, Transcript
@@ -25,7 +27,17 @@ class Journal:
         self.errors = 0  # episode log writes that failed (the run goes on without them)
         self.turn_cursor: int | None = None  # after run_continued: log only newer messages
 
-    def event(self, kind: str, by: str | None = None, **data: Any) -> None:
+    def event(self, ev: TypedEvent) -> None:
+        data = ev.to_record()
+        self._write(ev.kind, data.pop("by", None), data)
+
+    def relay(self, ev: AgentEvent) -> None:
+        """Log a component's event (the executor's) with its record as that component wrote
+        it: a relay neither adds nor drops a key."""
+        data = dict(ev.data)
+        self._write(ev.kind, data.pop("by", None), data)
+
+    def _write(self, kind: str, by: str | None, data: dict[str, Any]) -> None:
         rec: dict[str, Any] | None = None
         if self.log is not None:
             try:
@@ -36,8 +48,8 @@ class Journal:
                 # failure is announced there
                 self.errors += 1
                 if self.errors == 1:
-                    self._events.publish(AgentEvent(self._clock.wall(), "harness_error", {
-                        "error": f"episode log write failed: {type(e).__name__}: {e}"}))
+                    self._events.publish(AgentEvent.of(self._clock.wall(), et.HarnessError(
+                        error=f"episode log write failed: {type(e).__name__}: {e}")))
         if rec is None:
             rec = {"t": self._clock.wall(), "kind": kind, **({"by": by} if by else {}), **data}
         self._events.publish(AgentEvent(rec["t"], kind, {k: v for k, v in rec.items()
@@ -104,9 +116,9 @@ class Inbox:
                              "operator", self._clock.now()))
 
     def verdict(self, v: MonitorVerdict) -> None:
-        self._journal.event("monitor_answer", action_id=v.action_id, tool=v.tool,
+        self._journal.event(et.MonitorAnswer(action_id=v.action_id, tool=v.tool,
                             question=v.question, value=v.value, probability=v.probability,
-                            decision=v.decision, source=v.source, reason=v.reason)
+                            decision=v.decision, source=v.source, reason=v.reason))
         if not v.decision and v.source == "monitor":
             # an answer below its rules' floor is no finding (the rules let it do nothing):
             # it is not shown, and the older answer it replaces is stale
@@ -117,9 +129,7 @@ class Inbox:
                                  "monitor_flag", self._clock.now()))
 
     def skill_event(self, ev: AgentEvent) -> None:
-        data = dict(ev.data)
-        by = data.pop("by", None)
-        self._journal.event(ev.kind, by=by, **data)
+        self._journal.relay(ev)
 
     def goal_done(self, handle: GoalHandle) -> None:
         res = handle.result

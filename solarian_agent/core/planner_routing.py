@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 
+from . import event_types as et
 from .clock import Clock
 from .config import AgentConfig
 from .events import Event
@@ -36,6 +37,7 @@ from .routing import (
     placeholder_running,
     replace_progress,
 )
+from .statuses import RunStatus
 from .text import OPERATOR, clean_reply, one_line, quote
 from .timers import Timers
 from .transport import GoalStatus
@@ -77,7 +79,7 @@ class EventRouting:
         steps = {s.index: s.description for s in self._run.plan.steps}
         return RouteContext(
             active=self._run.status in ACTIVE_STATUSES,
-            busy=self._run.status == "running" and (self._slot.current is not None
+            busy=self._run.status == RunStatus.RUNNING and (self._slot.current is not None
                                                     or bool(self._book.running)),
             task=self._run.task,
             running=tuple(f"{a.action_id} {a.tool} ({now - a.started_at:.1f} s)"
@@ -102,11 +104,11 @@ class EventRouting:
         self.side.append(SideCall("router", ev, fut, self._clock.now(), time.monotonic()))
 
     def apply_route(self, ev: Event, d: RouteDecision) -> None:
-        self._journal.event("route", by=d.by, event=ev.kind, source=ev.source, channel=ev.channel,
+        self._journal.event(et.Route(by=d.by, event=ev.kind, source=ev.source, channel=ev.channel,
                          content=ev.content[:200], urgency=d.urgency, reason=d.reason, rule=d.rule,
-                         stop=d.stop, stop_actions=d.as_dict()["stop_actions"], seq=ev.seq)
+                         stop=d.stop, stop_actions=d.as_dict()["stop_actions"], seq=ev.seq))
         if (d.urgency == "parallel" and ev.kind == "message" and self._config.events.parallel
-                and self._run.status == "running"):
+                and self._run.status == RunStatus.RUNNING):
             self.side.append(self._side_answers.ask(ev))
             self._state.publish()
             return
@@ -123,9 +125,10 @@ class EventRouting:
         if ev.kind == "message":
             if self._run.status not in ACTIVE_STATUSES:
                 self.reset_event_state()
-            hold = (d.urgency == "queue" and self._run.status == "running"
+            hold = (d.urgency == "queue" and self._run.status == RunStatus.RUNNING
                     and bool(self._book.running) and self._slot.current is None)
-            if d.urgency == "interrupt" and self._run.status in ("running", "waiting_user"):
+            if d.urgency == "interrupt" and self._run.status in (RunStatus.RUNNING,
+                                                                  RunStatus.WAITING_USER):
                 self._wakes.wake("interrupt", hold=True)
             self._runs.handle_message(ev, wake=not hold)
             source = str(ev.context.get("by") or "user")
@@ -164,8 +167,8 @@ class EventRouting:
             if not self._wakes.held:
                 self._wakes.held_since = self._clock.now()
             self._wakes.held.extend(added)
-            self._journal.event("event_held", event=ev.kind, content=ev.content[:200],
-                             reason="queued until the next tool result")
+            self._journal.event(et.EventHeld(event=ev.kind, content=ev.content[:200],
+                             reason="queued until the next tool result"))
 
     def interrupt(self, ev: Event, d: RouteDecision) -> None:
         """Force an early boundary: cut the model call in flight, answer tool calls still
@@ -178,7 +181,7 @@ class EventRouting:
             if not (isinstance(v, MonitorVerdict) and v.decision == "fail"
                     and v.action_id in self._book.running
                     and v.action_id not in self._book.woken_for_fail
-                    and self._run.status == "running"):
+                    and self._run.status == RunStatus.RUNNING):
                 return  # a repeated or stale flag is no reason to cut anything
         said = quote(OPERATOR if ev.kind == "message" else ev.source, ev.content, 80)
         what = f"{one_line(ev.source, 60)} {ev.kind}" + (f" {said}" if ev.content else "")
@@ -210,9 +213,9 @@ class EventRouting:
                     f"still running: {on}.")
         released = self.release_held()
         self._wakes.urgent = True
-        self._journal.event("interrupt", event=ev.kind, source=ev.source, content=ev.content[:200],
+        self._journal.event(et.Interrupt(event=ev.kind, source=ev.source, content=ev.content[:200],
                          cut=cut, stopped=stopped, kept=kept, released_events=released,
-                         reason=d.reason)
+                         reason=d.reason))
 
     def cut_turn(self, what: str, d: RouteDecision, who: str) -> str:
         """End the turn in flight now.  Returns what was cut: '' (nothing), 'model_call' (the
@@ -224,8 +227,8 @@ class EventRouting:
         if turn.future is not None:
             turn.future.cancel()  # a call not yet running never runs
             self._slot.current = None
-            self._journal.event("planner_reply_discarded", turn=turn.turn_file,
-                             reason=f"interrupted by {what}")
+            self._journal.event(et.PlannerReplyDiscarded(turn=turn.turn_file,
+                             reason=f"interrupted by {what}"))
             return "model_call"
         self._calls.poll_pending(turn)  # skills that did start get their real result
         if self._slot.current is not turn:
@@ -239,8 +242,8 @@ class EventRouting:
                 self.background.append(ps)
                 text = placeholder_running(ps.tool, ps.action_id, what)
             turn.results[ps.call.id] = tool_msg(ps.call, text, error=cancel)
-            self._journal.event("tool_placeholder", tool=ps.tool, action_id=ps.action_id,
-                                text=text)
+            self._journal.event(et.ToolPlaceholder(tool=ps.tool, action_id=ps.action_id,
+                                text=text))
         turn.pending.clear()
         self._calls.poll_pending(turn)
         return "pending_calls"
@@ -262,8 +265,8 @@ class EventRouting:
         self.boundary = False
         gone = self.timers.clear()
         if gone:
-            self._journal.event("timers_cleared", timers=[t.timer_id for t in gone],
-                             reason="the run is over")
+            self._journal.event(et.TimersCleared(timers=[t.timer_id for t in gone],
+                             reason="the run is over"))
 
     def poll_side(self, now: float) -> None:
         """Everything routing adds to a tick: side calls, timers, task progress, starts that
@@ -301,7 +304,7 @@ class EventRouting:
         wakes = self._wakes
         wakes.held = [h for h in wakes.held if any(n is h for n in wakes.news)]
         if wakes.held and (self.boundary or not self._book.running
-                           or self._run.status != "running" or wakes.reasons
+                           or self._run.status != RunStatus.RUNNING or wakes.reasons
                            or now - wakes.held_since >= self._config.events.max_hold_s):
             self.release_held()
         self.boundary = False
@@ -323,7 +326,7 @@ class EventRouting:
             why = (f"{error.kind}: {error.message}" if isinstance(error, ModelError)
                    else f"{type(error).__name__}: {error}" if error is not None
                    else "empty answer")
-            self._journal.event("parallel_failed", question=question, error=why)
+            self._journal.event(et.ParallelFailed(question=question, error=why))
             shown = self._transcript.conversation
             if sc.entry is not None and sc.entry in shown:
                 shown.remove(sc.entry)  # the main task answers it instead
@@ -331,9 +334,9 @@ class EventRouting:
                 "queue", f"the parallel answer failed ({why})", "fallback"))
             return
         self._transcript.say("agent", answer, parallel=True)
-        self._journal.event("parallel_answer", question=question, answer=answer,
+        self._journal.event(et.ParallelAnswer(question=question, answer=answer,
                          latency_s=round(time.monotonic() - sc.wall_start, 4),
-                         usage=None if reply is None else reply.usage.as_dict())
+                         usage=None if reply is None else reply.usage.as_dict()))
         if self._run.status in ACTIVE_STATUSES:
             # joins the main trajectory with the next delivery; it wakes nothing
             self._wakes.news.append(NewsItem(parallel_note(question, answer), "parallel answer",
@@ -344,8 +347,8 @@ class EventRouting:
         c = ev.context
         every = (f" (#{c.get('fired')}, repeats every {float(c.get('seconds') or 0):g} s)"
                  if c.get("repeat") else "")
-        self._journal.event("timer_fired", timer_id=c.get("timer_id"), note=ev.content,
-                         fired=c.get("fired"))
+        self._journal.event(et.TimerFired(timer_id=c.get("timer_id"), note=ev.content,
+                         fired=c.get("fired")))
         if self._run.status not in ACTIVE_STATUSES:
             return
         self._wakes.news.append(f"Timer {c.get('timer_id')} fired{every}"
@@ -375,8 +378,8 @@ class EventRouting:
     def handle_progress(self, ev: Event) -> None:
         c = ev.context
         aid, tool = str(c.get("action_id", "")), str(c.get("tool", ""))
-        self._journal.event("task_progress", action_id=aid, tool=tool, progress=c.get("progress"),
-                         phase=c.get("phase"))
+        self._journal.event(et.TaskProgress(action_id=aid, tool=tool, progress=c.get("progress"),
+                         phase=c.get("phase")))
         if self._run.status not in ACTIVE_STATUSES or aid not in self._book.running:
             return
         replace_progress(self._wakes.news, NewsItem(
@@ -397,9 +400,9 @@ class EventRouting:
                 info = self._book.get(ps.action_id)
                 if info is not None and step is not None:
                     info.step = step.index
-                self._journal.event("action_started", action_id=ps.action_id, tool=ps.tool,
+                self._journal.event(et.ActionStarted(action_id=ps.action_id, tool=ps.tool,
                                  params=info.params if info else {},
-                                 step=step.index if step else None, after_placeholder=True)
+                                 step=step.index if step else None, after_placeholder=True))
                 self._wakes.news.append(NewsItem(
                     f"Task {ps.action_id} ({ps.tool}) has now started (its call was answered "
                     "with a placeholder); its result arrives as its own event.",

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from . import event_types as et
 from . import names
 from .clock import Clock
 from .config import AgentConfig
@@ -29,6 +30,7 @@ from .planner_state import (
     Wakes,
 )
 from .planner_tools import PlannerModel, ToolCatalogue, system_prompt
+from .statuses import RunStatus
 from .text import OPERATOR, OPERATOR_CAP, TASK_PREFIX, operator_message, quote
 from .transport import Bus, Subscription
 from .views import ViewManager
@@ -68,19 +70,20 @@ class RunControl:
         text = ev.content
         run = self._run
         self._transcript.say("user", text, by=ev.context.get("by"))
-        if run.status in ("idle", "succeeded", "failed", "cancelled", "budget_exhausted"):
+        if run.status in (RunStatus.IDLE, RunStatus.SUCCEEDED, RunStatus.FAILED,
+                          RunStatus.CANCELLED, RunStatus.BUDGET_EXHAUSTED):
             self.start_run(text)
             return
-        if run.status == "paused":
+        if run.status == RunStatus.PAUSED:
             self.adopt_generation()
             did = "; ".join(run.operator_actions) or "took over"
             self._wakes.news.append(
                 f"While the run was paused the operator: {quote('operator event', did)}.")
             run.operator_actions.clear()
-            run.status = "running"
-            self._journal.event("run_resumed", by="operator", generation=run.generation)
-        elif run.status == "waiting_user":
-            run.status = "running"
+            run.status = RunStatus.RUNNING
+            self._journal.event(et.RunResumed(by="operator", generation=run.generation))
+        elif run.status == RunStatus.WAITING_USER:
+            run.status = RunStatus.RUNNING
         self._wakes.news.append(operator_message(text))
         if wake:  # a queued addition held for the next tool result is woken for later
             self._wakes.wake("message", hold=True)
@@ -91,20 +94,20 @@ class RunControl:
         if active or self._book.running:
             self.advance_generation("reset" if forget else "cancel", by)
         if active:
-            self.end_run("cancelled", "reset by the operator" if forget
+            self.end_run(RunStatus.CANCELLED, "reset by the operator" if forget
                          else "cancelled by the operator")
         if forget:
             self._transcript.clear()
             self._run.forget()
             self._views.pins.clear()
             self._views.keep = 0
-            self._journal.event("conversation_reset", by=by)
+            self._journal.event(et.ConversationReset(by=by))
         self._state.publish()
 
     def handle_operator(self, ev: Event) -> None:
         desc = ev.content + (f" {json.dumps(ev.context, default=str)}" if ev.context else "")
-        self._journal.event("operator_takeover", by="operator", action=ev.content,
-                            detail=ev.context)
+        self._journal.event(et.OperatorTakeover(by="operator", action=ev.content,
+                            detail=ev.context))
         run = self._run
         if run.active:
             # what the operator did during this run, told on resume (the last 20: bounded);
@@ -114,9 +117,9 @@ class RunControl:
         # the executor advanced the generation itself when the event was published; the
         # planner only stops listening to its old decisions and adopts the new generation
         self.adopt_generation()
-        if run.status in ("running", "waiting_user"):
-            run.status = "paused"
-            self._journal.event("run_paused", by="operator", reason=desc)
+        if run.status in (RunStatus.RUNNING, RunStatus.WAITING_USER):
+            run.status = RunStatus.PAUSED
+            self._journal.event(et.RunPaused(by="operator", reason=desc))
             self._slot.drop()  # a reply in flight belongs to the old generation: discarded
             self._wakes.settle()
             self._state.publish()
@@ -129,7 +132,7 @@ class RunControl:
         except Exception as e:
             # the executor is unreachable: we still never send with the old generation
             self._run.generation += 1
-            self._journal.event("harness_error", error=f"could not advance generation: {e}")
+            self._journal.event(et.HarnessError(error=f"could not advance generation: {e}"))
 
     def adopt_generation(self) -> None:
         g = self._generations.latest()
@@ -152,14 +155,14 @@ class RunControl:
         else:
             run.run_id = f"run-{int(time.time())}"
         provider = self._model.provider
-        self._journal.event("run_started", run_id=run.run_id, task=task,
+        self._journal.event(et.RunStarted(run_id=run.run_id, task=task,
                             models={"planner": {"provider": provider.name,
                                                 "model": provider.model}},
                             system_prompt=system_prompt(self._config.system_prompt),
                             tools=[d.__dict__ for d in self._catalogue.tool_defs()],
                             generation=run.generation,
                             config={"dry_run": self._config.dry_run,
-                                    "budgets": self._config.budgets.__dict__})
+                                    "budgets": self._config.budgets.__dict__}))
         self._transcript.messages.append(Message.user(
             TASK_PREFIX + quote(OPERATOR, task, OPERATOR_CAP)))
         self._wakes.wake("message")
@@ -173,11 +176,11 @@ class RunControl:
         self._journal.log = log
         log.has_run = True
         run = self._run
-        self._journal.event("run_continued", run_id=run.run_id, status=run.status,
+        self._journal.event(et.RunContinued(run_id=run.run_id, status=run.status,
                             task=run.task, plan=run.plan.as_list(),
                             continues_from=old.run_id if old else "",
                             config={"dry_run": self._config.dry_run,
-                                    "budgets": self._config.budgets.__dict__})
+                                    "budgets": self._config.budgets.__dict__}))
         self._journal.turn_cursor = len(self._transcript.messages)
 
     def end_run(self, status: str, summary: str) -> None:
@@ -187,26 +190,26 @@ class RunControl:
         self._slot.drop()
         self._wakes.settle()
         self._retries.answered()  # a backoff or silence ends with the run
-        self._journal.event("run_ended", status=status, summary=summary, usage=run.usage,
+        self._journal.event(et.RunEnded(status=status, summary=summary, usage=run.usage,
                             turns=run.turns,
-                            duration_s=round(self._clock.now() - run.started_at, 3))
+                            duration_s=round(self._clock.now() - run.started_at, 3)))
         self._transcript.say("agent", summary)
         self._state.publish()
         if self._on_idle is not None:
             try:
                 self._on_idle()
             except Exception as e:
-                self._journal.event("harness_error", error=f"on_agent_idle raised {e!r}")
+                self._journal.event(et.HarnessError(error=f"on_agent_idle raised {e!r}"))
 
     def check_budgets(self, now: float) -> None:
         b = self._config.budgets
         run = self._run
         if run.turns >= b.max_turns and self._wakes.due:
             self.stop_everything("budget")
-            self.end_run("budget_exhausted", f"used all {b.max_turns} planner turns")
+            self.end_run(RunStatus.BUDGET_EXHAUSTED, f"used all {b.max_turns} planner turns")
         elif now - run.started_at > b.max_minutes * 60:
             self.stop_everything("budget")
-            self.end_run("budget_exhausted", f"ran past max_minutes={b.max_minutes:g}")
+            self.end_run(RunStatus.BUDGET_EXHAUSTED, f"ran past max_minutes={b.max_minutes:g}")
 
     def stop_everything(self, reason: str) -> None:
         if self._book.running:

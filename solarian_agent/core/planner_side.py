@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import event_types as et
 from .attention import AttentionEpisode
 from .clock import Clock
 from .config import AgentConfig
@@ -89,7 +90,7 @@ class SideAnswers:
                 f"Running: {running}\n\nQuestion: {quote(OPERATOR, ev.content, OPERATOR_CAP)}")
         sc = SideCall("parallel", ev, None, now, time.monotonic(), entry,
                       messages=[Message.user(text)], episode=AttentionEpisode(autonomous=False))
-        self._journal.event("parallel_question", question=ev.content)
+        self._journal.event(et.ParallelQuestion(question=ev.content))
         self.submit(sc, [])
         return sc
 
@@ -128,8 +129,8 @@ class SideAnswers:
                 now_msg = tool_msg(call, f"refused: {e.reason}", error=True)
             if now_msg is not None:
                 sc.messages.append(now_msg)
-        self._journal.event("parallel_tools", question=sc.event.content,
-                            tools=[c.name for c in reply.tool_calls])
+        self._journal.event(et.ParallelTools(question=sc.event.content,
+                            tools=[c.name for c in reply.tool_calls]))
         self.submit(sc, later)
         return True
 
@@ -139,7 +140,7 @@ class SideAnswers:
         name, args = call.name, dict(call.arguments)
         observer = self._catalogue.scene_observer
         if name not in SIDE_TOOL_NAMES or (name == "observe_scene" and observer is None):
-            self._journal.event("parallel_tool_refused", tool=name, question=sc.event.content)
+            self._journal.event(et.ParallelToolRefused(tool=name, question=sc.event.content))
             raise ToolCallRejected(
                 f"{quote_prefix(name)} is not a side-answer tool: a side answer is read-only "
                 f"({', '.join(t.name for t in self.tools())}); it never starts or stops a "

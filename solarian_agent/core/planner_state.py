@@ -29,6 +29,7 @@ from .model_api import Message
 from .observations import MotionTracker
 from .plan import NextStep, PlanQueue, PlanStep
 from .planner_tools import ACTIVE_STATUSES, SETTLE_S, ActionInfo, Turn
+from .statuses import Outcome, RunStatus
 
 
 class PlanReader(Protocol):
@@ -53,7 +54,7 @@ class RunState:
     what the operator did while it was paused, and its plan queue."""
 
     def __init__(self) -> None:
-        self.status = "idle"
+        self.status: str = RunStatus.IDLE  # a RunStatus (its string form on the wire)
         self.task = ""
         self.run_id = ""
         self.started_at = 0.0
@@ -76,7 +77,7 @@ class RunState:
     def begin(self, task: str, now: float) -> None:
         """A new run of ``task``: a fresh plan, budgets and failure counts."""
         self.task = task
-        self.status = "running"
+        self.status = RunStatus.RUNNING
         self.turns = 0
         self.usage = {}
         self.started_at = now
@@ -100,9 +101,9 @@ class RunState:
 
     def count_outcome(self, tool: str, outcome: str) -> None:
         """A success clears ``tool``'s failures in a row; a stop or a timeout is no failure."""
-        if outcome == "succeeded":
+        if outcome == Outcome.SUCCEEDED:
             self.tool_failures[tool] = 0
-        elif outcome not in ("stopped", "timed_out"):
+        elif outcome not in (Outcome.STOPPED, Outcome.TIMED_OUT):
             self.tool_failures[tool] = self.tool_failures.get(tool, 0) + 1
 
     # the plan: every change of a step goes through here ------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import event_types as et
 from .clock import Clock
 from .errors import ToolCallRejected
 from .messages import SkillFeedback
@@ -69,8 +70,8 @@ class TaskTools:
                                       bool(args.get("repeat", False)))
             except TimerError as e:
                 raise ToolCallRejected(str(e)) from e
-            self._journal.event("timer_set", timer_id=t.timer_id, seconds=t.seconds, note=t.note,
-                             repeat=t.repeat)
+            self._journal.event(et.TimerSet(timer_id=t.timer_id, seconds=t.seconds, note=t.note,
+                             repeat=t.repeat))
             turn.results[call.id] = tool_msg(
                 call, f"timer {t.timer_id} set: {t.describe(self._clock.now())}. It arrives as "
                       "its own event.")
@@ -81,7 +82,7 @@ class TaskTools:
             if gone is None:
                 ids = ", ".join(t.timer_id for t in self._timers.active) or "none"
                 raise ToolCallRejected(f"no timer {planner_wrote(tid, 60)} (set: {ids})")
-            self._journal.event("timer_cancelled", timer_id=tid)
+            self._journal.event(et.TimerCancelled(timer_id=tid))
             turn.results[call.id] = tool_msg(call, f"timer {tid} cancelled")
 
     def task_status(self, aid: str) -> str:

@@ -30,6 +30,7 @@ from .monitor_rules import WATCH_FOR_RULE, Rule, floor, parse_questions
 from .plan import PLAN_SCHEMA
 from .routing import TASK_INSTRUCTIONS, TASK_TOOLS, describe_async
 from .skill import ToolSpec
+from .statuses import RunStatus
 from .text import DATA_INSTRUCTIONS
 from .tool_schema import tool_schema
 from .transport import Bus, GoalHandle
@@ -87,11 +88,10 @@ HARNESS_INSTRUCTIONS += TASK_INSTRUCTIONS + DATA_INSTRUCTIONS
 FRESH_FRAME_WAIT_S = 0.5  # the longest a wake waits for a frame newer than the last motion
 FIRST_FRAME_WAIT_S = 5.0  # ... and for a camera's first frame (a ROS graph still starting)
 STOP_WAIT_S = 1.0  # after a user stop, the re-plan call waits this long for the stops to land
-ACTIVE_STATUSES = ("running", "paused", "waiting_user")
+ACTIVE_STATUSES = (RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.WAITING_USER)
 SETTLE_S = 0.1  # the robot counts as still after this long without movement
 
-RUN_STATUSES = ("idle", "running", "paused", "waiting_user", "succeeded", "failed",
-                "cancelled", "budget_exhausted")
+RUN_STATUSES = tuple(RunStatus)
 
 
 @dataclass

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from . import event_types as et
 from .arm_status import derating_line
 from .attention import AttentionEpisode
 from .clock import Clock
@@ -55,6 +56,7 @@ from .planner_tools import (
     tool_msg,
 )
 from .routing import render_news
+from .statuses import RunStatus
 from .text import clean_reply, one_line, quote, quote_prefix
 from .timers import Timers
 from .transport import Subscription
@@ -266,10 +268,10 @@ class TurnCycle:
                 reply, error = None, e
             except Exception as e:
                 reply, error = None, ModelError("server", f"{type(e).__name__}: {e}")
-            if turn.generation != self._run.generation or self._run.status != "running":
+            if turn.generation != self._run.generation or self._run.status != RunStatus.RUNNING:
                 self._journal.event(
-                    "planner_reply_discarded", turn=turn.turn_file,
-                    reason="the run's generation changed while the model was thinking")
+                    et.PlannerReplyDiscarded(turn=turn.turn_file,
+                    reason="the run's generation changed while the model was thinking"))
                 self._slot.current = None
                 return
             self.record_turn(turn, reply, error, latency)
@@ -279,7 +281,7 @@ class TurnCycle:
             assert reply is not None
             recovered = self.retries.answered()
             if recovered is not None:
-                self._journal.event("planner_model_ok", after_failures=recovered)
+                self._journal.event(et.PlannerModelOk(after_failures=recovered))
             self.handle_reply(turn, reply)
             if self._slot.current is not turn:
                 return  # a text-only reply closed the turn itself (and chose to continue or not)
@@ -297,23 +299,23 @@ class TurnCycle:
             isinstance(n, str) and n.startswith("Your previous call failed ("))]
         self._wakes.news.append(note)
         if error.kind in ("auth", "config"):
-            self._runs.end_run("failed", f"planner model unusable: {error}")
+            self._runs.end_run(RunStatus.FAILED, f"planner model unusable: {error}")
             return
         n, limit = self.retries.failed(), self._config.budgets.model_retries_per_wake
         why = f"{error.kind}: {one_line(error.message, 200)}"
         if n <= limit:
             delay = backoff_delay(n - 1, self._rng)
             self.retries.retry(self._clock.now() + delay)
-            self._journal.event("planner_model_retry", attempt=n + 1, attempts=limit + 1,
-                                error=why, retry_in_s=round(delay, 3))
+            self._journal.event(et.PlannerModelRetry(attempt=n + 1, attempts=limit + 1,
+                                error=why, retry_in_s=round(delay, 3)))
             self._wakes.wake("model_error")
         else:
             self.retries.give_up()
             self._journal.event(
-                "planner_silent", failures=n, error=why,
+                et.PlannerSilent(failures=n, error=why,
                 reason=f"the planner model failed {n} times in a row; it is called again "
                        "when the next event wakes it (a message, an action's end, a monitor "
-                       "flag); /cancel ends the run")
+                       "flag); /cancel ends the run"))
         self._state.publish()
 
     def record_turn(self, turn: Turn, reply: ModelReply | None, error: ModelError | None,
@@ -336,12 +338,12 @@ class TurnCycle:
         log.write_turn(turn.turn_file, payload)
         if self._journal.turn_cursor is not None:
             self._journal.turn_cursor = len(turn.request.messages)
-        self._journal.event("planner_turn", turn=turn.turn_file, latency_s=round(latency, 4),
+        self._journal.event(et.PlannerTurn(turn=turn.turn_file, latency_s=round(latency, 4),
                          usage=None if reply is None else reply.usage.as_dict(),
                          model=(reply.model if reply else self.model.provider.model),
                          text=(reply.text if reply else ""),
                          tools=[c.name for c in reply.tool_calls] if reply else [],
-                         error=None if error is None else error.as_dict())
+                         error=None if error is None else error.as_dict()))
 
     def handle_reply(self, turn: Turn, reply: ModelReply) -> None:
         self._wakes.hold = False  # the planner has answered since the user's stop
@@ -357,8 +359,8 @@ class TurnCycle:
                 self._slot.current = None
                 return
             if self.text_only_replies >= 2:
-                self._run.status = "waiting_user"
-                self._journal.event("waiting_user", question=reply.text)
+                self._run.status = RunStatus.WAITING_USER
+                self._journal.event(et.WaitingUser(question=reply.text))
                 self._slot.current = None
                 self._state.publish()
                 return
@@ -378,14 +380,14 @@ class TurnCycle:
             if call.id in oversized:
                 turn.results[call.id] = tool_msg(call, f"refused: {oversized[call.id]}",
                                                  error=True)
-                self._journal.event("tool_refused", tool=call.name, reason=oversized[call.id])
+                self._journal.event(et.ToolRefused(tool=call.name, reason=oversized[call.id]))
                 continue
             try:
                 self._calls.do_call(turn, call)
             except ToolCallRejected as e:
                 turn.results[call.id] = tool_msg(call, self._refusals.refuse(call.name, e.reason),
                                                  error=True)
-                self._journal.event("tool_refused", tool=call.name, reason=e.reason)
+                self._journal.event(et.ToolRefused(tool=call.name, reason=e.reason))
                 refused.add(call.id)
         # a refused call's long arguments are not resent every turn: its refusal quotes them
         slim = tuple(dataclasses.replace(c, arguments={}) if c.id in refused

@@ -12,6 +12,7 @@ from monitor_helpers import pattern
 
 from solarian_agent.core import names
 from solarian_agent.core.clock import FakeClock
+from solarian_agent.core.event_types import MonitorError
 from solarian_agent.core.messages import Image, JointState
 from solarian_agent.core.model_caller import InlineCaller
 from solarian_agent.core.monitor_calls import TickCalls
@@ -448,7 +449,7 @@ def test_a_broken_event_hook_does_not_stop_the_log():
         raise RuntimeError("ui gone")
 
     log = MonitorLog(FakeClock(), lambda: None, hook)
-    log.error("monitor_error", error="x")
+    log.error(MonitorError(error="x"))
     assert log.errors == 1 and [e["kind"] for e in log.recent] == ["monitor_error"]
 
 

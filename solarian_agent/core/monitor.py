@@ -232,13 +232,19 @@ class MonitorEngine:
     def _on_skill_event(self, ev: AgentEvent) -> None:
         if ev.kind not in (SKILL_STARTED, SKILL_ENDED):
             return
+        typed = ev.typed()
+        if not isinstance(typed, (et.SkillStarted, et.SkillEnded)):
+            # a start or an end that does not fit its type: logged, never watched
+            self.log.error(et.MonitorError(action_id=str(ev.data.get("action_id", "")),
+                                           error=f"{ev.kind}: malformed event {ev.data!r}"))
+            return
         frames: dict[str, Image] = {}
-        if ev.kind == SKILL_STARTED:
+        if isinstance(typed, et.SkillStarted):
             for cam, sub in self.frames.items():
                 f = sub.latest()
                 if isinstance(f, Image):
                     frames[cam] = f
-        self.inbox.put(SkillEvent(ev.kind, dict(ev.data), self.clock.now(), frames))
+        self.inbox.put(SkillEvent(typed, self.clock.now(), frames))
 
     # the tick: scheduling --------------------------------------------------------------------
     def tick(self) -> None:
@@ -254,13 +260,13 @@ class MonitorEngine:
             # one bad event must not drop the others taken with it (a lost skill_ended would
             # keep its action, and its frames, for the life of the process)
             try:
-                if ev.kind == SKILL_STARTED:
-                    self._action_started(ev)
+                if isinstance(ev.event, et.SkillStarted):
+                    self._action_started(ev.event, ev)
                 else:
-                    self._action_ended(str(ev.data.get("action_id", "")))
+                    self._action_ended(ev.event.action_id)
             except Exception as e:
-                self.log.error(et.MonitorError(action_id=str(ev.data.get("action_id", "")),
-                               error=f"{ev.kind}: {type(e).__name__}: {e}"))
+                self.log.error(et.MonitorError(action_id=ev.event.action_id,
+                               error=f"{ev.event.kind}: {type(e).__name__}: {e}"))
         self._poll()
         now = self.clock.now()
         if not self.schedule.due(now, bool(self.watching.actions)):
@@ -274,8 +280,8 @@ class MonitorEngine:
                 self.log.error(et.MonitorError(action_id=act.action_id,
                                error=f"{type(e).__name__}: {e}"))
 
-    def _action_started(self, ev: SkillEvent) -> None:
-        if not self.watching.watches(str(ev.data.get("by", "agent"))):
+    def _action_started(self, started: et.SkillStarted, ev: SkillEvent) -> None:
+        if not self.watching.watches(started.by or "agent"):
             return
         if not self.catalogue.loaded:
             try:
@@ -283,7 +289,7 @@ class MonitorEngine:
             except Exception as e:
                 self.log.error(et.MonitorError(error=f"could not read the tool catalogue: {e}"))
                 self.catalogue.give_up()
-        act = watched_action(ev.data, ev.t, ev.frames, self.catalogue.questions)
+        act = watched_action(started, ev.t, ev.frames, self.catalogue.questions)
         # an action started again under its id starts afresh: its earlier call is not awaited
         self.tick_calls.drop(act.action_id)
         self.watching.add(act)

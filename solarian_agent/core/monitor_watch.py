@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import event_types as et
+from .event_types import SkillEnded, SkillStarted
 from .messages import Image
 from .monitor_rules import WATCH_FOR_AFTER_S, QuestionSpec, check_catalogue, watch_for_questions
 
@@ -35,16 +36,16 @@ class WatchedAction:
     start_frames: Mapping[str, Image]
 
 
-def watched_action(data: Mapping[str, Any], t: float, frames: Mapping[str, Image],
+def watched_action(started: SkillStarted, t: float, frames: Mapping[str, Image],
                    questions: Mapping[str, tuple[QuestionSpec, ...]]) -> WatchedAction:
     """The action a ``skill_started`` event starts: its tool's questions, then one per
-    ``watch_for`` condition (blank ones dropped).  Raises on a malformed event."""
-    tool = str(data.get("skill", ""))
-    watch = tuple(str(w) for w in data.get("watch_for") or () if str(w).strip())
-    return WatchedAction(str(data.get("action_id", "")), tool, int(data.get("generation", 0)), t,
-                         dict(data.get("params") or {}), tuple(data.get("trackers") or ()),
-                         watch, str(data.get("by", "agent")),
-                         questions.get(tool, ()) + watch_for_questions(watch), dict(frames))
+    ``watch_for`` condition (blank ones dropped)."""
+    watch = tuple(str(w) for w in started.watch_for or () if str(w).strip())
+    return WatchedAction(started.action_id, started.skill, int(started.generation), t,
+                         dict(started.params or {}), tuple(started.trackers or ()), watch,
+                         started.by or "agent",
+                         questions.get(started.skill, ()) + watch_for_questions(watch),
+                         dict(frames))
 
 
 def active_questions(questions: Sequence[QuestionSpec], elapsed_s: float
@@ -104,11 +105,10 @@ class ToolCatalogue:
 
 @dataclass(frozen=True)
 class SkillEvent:
-    """A skill event as queued: its kind and data, when it arrived and, for a start, the
-    cameras' latest frames then (the action's start frames)."""
+    """A skill event as queued: the executor's start or end, when it arrived and, for a start,
+    the cameras' latest frames then (the action's start frames)."""
 
-    kind: str
-    data: Mapping[str, Any]
+    event: SkillStarted | SkillEnded
     t: float
     frames: Mapping[str, Image]
 

@@ -12,7 +12,7 @@ from monitor_helpers import pattern
 
 from solarian_agent.core import names
 from solarian_agent.core.clock import FakeClock
-from solarian_agent.core.event_types import MonitorError
+from solarian_agent.core.event_types import MonitorError, SkillStarted
 from solarian_agent.core.messages import Image, JointState
 from solarian_agent.core.model_caller import InlineCaller
 from solarian_agent.core.monitor_calls import TickCalls
@@ -55,8 +55,9 @@ def spec(name: str, *rules: Rule) -> QuestionSpec:
 
 
 def action(*questions: QuestionSpec, aid: str = "a1", **data):
-    return watched_action({"skill": "grip", "action_id": aid, "generation": 3, **data}, 10.0,
-                          {}, {"grip": tuple(questions)})
+    return watched_action(SkillStarted.from_record(
+        {"skill": "grip", "action_id": aid, "generation": 3, **data}), 10.0, {},
+        {"grip": tuple(questions)})
 
 
 def answer(name: str, value: str, p: float = 0.9) -> MonitorAnswer:
@@ -249,8 +250,8 @@ def test_the_catalogue_is_read_once_and_validated():
 
 def test_the_inbox_hands_each_event_over_once():
     box = SkillEventInbox()
-    box.put(SkillEvent("skill_started", {"action_id": "a1"}, 0.0, {}))
-    assert [e.data["action_id"] for e in box.take()] == ["a1"] and box.take() == []
+    box.put(SkillEvent(SkillStarted(action_id="a1"), 0.0, {}))
+    assert [e.event.action_id for e in box.take()] == ["a1"] and box.take() == []
 
 
 # -- the calls in flight -----------------------------------------------------------------------
@@ -418,7 +419,7 @@ def test_reference_frames_are_made_once_and_aged():
     f = MonitorFraming(subs, ["cam"], Viewing({}, 32, ImageEncoding("png")),
                        FramingRules(1, False, True), target_box=None,
                        tool_spec=lambda t: None, log=Log().log)
-    act = watched_action({"skill": "grip", "action_id": "a1"}, 1.0, start, {})
+    act = watched_action(SkillStarted(skill="grip", action_id="a1"), 1.0, start, {})
     f.watch("a1")
     f.keep("a1", f.take(act))
     first = f.tick_images(act, 3.0)

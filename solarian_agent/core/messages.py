@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from .event_record import TypedEvent, parse
+from .statuses import Decision
 
 Outcome = Literal["succeeded", "failed", "stopped", "timed_out", "refused"]
 OUTCOMES: tuple[str, ...] = ("succeeded", "failed", "stopped", "timed_out", "refused")
@@ -148,7 +149,7 @@ class MonitorVerdict:
     question: str
     value: str
     probability: float
-    decision: str = ""  # finish | fail | escalate | "" (no rule fired)
+    decision: str = ""  # a Decision: finish | fail | escalate | "" (no rule fired)
     reason: str = ""
     stamp: float = 0.0
     then: str = ""  # a tool to start, without arguments, once the action has stopped
@@ -174,6 +175,8 @@ class MonitorVerdict:
         if self.decision not in self.DECISIONS:
             raise ValueError(f"MonitorVerdict.decision must be one of {self.DECISIONS}, got "
                              f"{self.decision!r}")
+        # held as the enum (its string form is the wire's): a decision is one of four, typed
+        object.__setattr__(self, "decision", Decision(self.decision))
         if self.source not in self.SOURCES:
             raise ValueError(f"MonitorVerdict.source must be one of {self.SOURCES}, got "
                              f"{self.source!r}")

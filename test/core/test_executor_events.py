@@ -841,3 +841,11 @@ def test_a_skill_that_never_constructs_has_nothing_to_stop_and_reports_no_error(
     # no skill object: no on_stop is tried, so no "on_stop raised ..." error is published
     assert [e.kind for e in events] == []
     assert Probe.stops == [] and ex.running == {}
+
+
+def test_the_executor_counts_its_control_ticks_one_per_tick() -> None:
+    _, ex, _, _ = _rig()
+    assert ex.ticks == 0
+    for _ in range(3):
+        ex.tick()
+    assert ex.ticks == 3

@@ -245,3 +245,12 @@ def test_only_a_failed_step_the_monitor_failed_is_claimed_by_the_planner_s_call(
                     PlanStep(2, "pick again", "pick")])
     assert q2.claim("pick", "a3") is q2.steps[1]
     assert q2.steps[0].status == "done"
+
+
+def test_start_marks_only_the_step_the_harness_started_running_with_its_action() -> None:
+    q = queue({"description": "pick it", "tool": "pick"}, {"description": "place it",
+                                                             "tool": "place"})
+    q.start(2, "a7")
+    assert [(s.index, s.status, s.action_id) for s in q.steps] == [
+        (1, "pending", None), (2, "running", "a7")]
+    assert q.step_of("a7") is q.steps[1]

@@ -29,7 +29,7 @@ from solarian_agent.core.messages import (
     SkillGoal,
     SkillResult,
 )
-from solarian_agent.ros import convert as cv
+from solarian_agent.rosmsg import convert as cv
 from solarian_agent.rosmsg.interfaces import definitions, interface_files, typestore
 
 

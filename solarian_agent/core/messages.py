@@ -1,6 +1,6 @@
 """The core's message types: plain dataclasses mirroring the ROS interfaces field for field.
 
-``solarian_agent.ros.convert`` maps each onto its ROS type (standard types where they exist,
+``solarian_agent.rosmsg.convert`` maps each onto its ROS type (standard types where they exist,
 the package's own ``msg/ srv/ action/`` otherwise).  Times are seconds on the run's clock.
 """
 

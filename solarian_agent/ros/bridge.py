@@ -57,9 +57,10 @@ from ..core.errors import ServiceTimeoutError, ServiceUnavailableError, Transpor
 from ..core.messages import SkillResult
 from ..core.transport import ActionServer as BusActionServer
 from ..core.transport import Bus, GoalHandle, GoalStatus, QoS
+from ..rosmsg import convert as cv
 from ..rosmsg.graph import Endpoint
-from . import convert as cv
 from .bridge_client import ActionCaller, SentGoals
+from .codec import rclpy_codec
 from .ros_types import interface_class
 
 BRIDGE_NODE = "ros_bridge"
@@ -184,7 +185,7 @@ class Bridge:
                  service_timeout_s: float = 5.0, goal_poll_s: float = 0.005) -> None:
         self.node = node
         self.bus = bus
-        self.codec = codec or cv.rclpy_codec()
+        self.codec = codec or rclpy_codec()
         self.service_timeout_s = service_timeout_s
         self.goal_poll_s = goal_poll_s
         self.group = ReentrantCallbackGroup()

@@ -21,7 +21,7 @@ from typing import Any
 from ..core.errors import TransportError
 from ..core.messages import SkillResult
 from ..core.transport import GoalHandle
-from . import convert as cv
+from ..rosmsg import convert as cv
 
 # action_msgs/msg/GoalStatus
 STATUS_SUCCEEDED = 4

@@ -28,10 +28,11 @@ from rclpy.node import Node
 from ..core import names
 from ..core.messages import OperatorEvent
 from ..core.transport import Bus
+from ..rosmsg import convert as cv
 from ..rosmsg import graph
 from ..ui.link import BusLink, Reply
-from . import convert as cv
 from .bridge import Bridge, ros_qos
+from .codec import rclpy_codec
 from .common import RosClock, Spinner
 
 
@@ -49,7 +50,7 @@ class RosLink(BusLink):
         self.bridge = Bridge(node, bus, service_timeout_s=service_timeout_s)
         spec = graph.panel_node(cameras) if cameras else graph.chat_node()
         self.bridge.add(spec.endpoints)
-        self._codec = cv.rclpy_codec()
+        self._codec = rclpy_codec()
         super().__init__(bus, list(cameras), service_timeout_s=service_timeout_s,
                          node=node.get_name(), clock=self.clock)
         # (after BusLink's __init__, which starts with no publisher of its own)

@@ -10,8 +10,8 @@ from rosbags.rosbag2 import Reader
 from solarian_agent.cli import main as cli
 from solarian_agent.core import names
 from solarian_agent.core.messages import JointState
-from solarian_agent.ros import convert as cv
 from solarian_agent.ros.bag_repair import repair_bag
+from solarian_agent.rosmsg import convert as cv
 from solarian_agent.rosmsg.bag import bag_summary, read_bag
 from solarian_agent.rosmsg.bag_mcap import SplitMcapWriter, topics_from_store
 from solarian_agent.rosmsg.interfaces import typestore

@@ -23,7 +23,7 @@ from solarian_agent.core.clock import SystemClock  # noqa: E402
 from solarian_agent.core.messages import SkillGoal  # noqa: E402
 from solarian_agent.core.transport import Bus, GoalStatus  # noqa: E402
 from solarian_agent.ros import components  # noqa: E402
-from solarian_agent.ros import convert as cv  # noqa: E402
+from solarian_agent.rosmsg import convert as cv  # noqa: E402
 from solarian_agent.rosmsg import graph  # noqa: E402
 
 

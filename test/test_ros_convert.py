@@ -93,6 +93,9 @@ SAMPLES: dict[str, object] = {
                   "elapsed_s": 1.25},),
         conversation=({"role": "user", "text": "tidy up", "by": "operator"},
                       {"role": "agent", "text": "On it."}),
+        arm_holder="agent",
+        nodes=({"node": "skills", "state": "up", "since_s": 12.5},
+               {"node": "monitor", "state": "lost", "since_s": 0.75}),
         stamp=55.5),
     names.T_AGENT_EVENT: AgentEvent("2026-01-01T00:00:00.000Z", "skill_ended",
                                     {"action_id": "a1", "outcome": "succeeded",
@@ -102,7 +105,7 @@ SAMPLES: dict[str, object] = {
                                             "controller", 4),
     names.T_OPERATOR_EVENT: OperatorEvent("takeover", {"note": "mine", "keys": ["w"]}, 8.0),
     names.T_GENERATION: Generation(5, "operator takeover"),
-    names.T_HEARTBEAT: Heartbeat(12.5, "planner", "running", 3),
+    names.T_HEARTBEAT: Heartbeat(12.5, "planner", "running", 3, "3f9a1c"),
     cv.T_CLOCK: 1790000123.25,
     cv.T_SIM_TRUTH: {"t": 1.5, "objects": {"red_cup": {"location": "table", "xy": [0.2, 0.1]}},
                      "success": False},
@@ -177,12 +180,12 @@ def test_every_conversion_has_a_sample_and_both_directions():
 def test_every_own_interface_is_converted_or_nested(store):
     own = set(definitions())
     nested = {f"{cv.PKG}/msg/PlanStep", f"{cv.PKG}/msg/RunningAction",
-              f"{cv.PKG}/msg/ChatMessage"}
+              f"{cv.PKG}/msg/ChatMessage", f"{cv.PKG}/msg/NodeStatus"}
     assert own - set(cv.TO_ROS) == nested
     # and the nested ones ride inside AgentState
     fields = dict(store.fielddefs[names.T_AGENT_STATE][1])
-    assert {v[1][0][1] for k, v in fields.items() if k in ("plan", "actions", "conversation")
-            } == nested
+    lists = ("plan", "actions", "conversation", "nodes")
+    assert {v[1][0][1] for k, v in fields.items() if k in lists} == nested
 
 
 def test_interface_files_parse_with_constants(store):

@@ -131,6 +131,7 @@ class Heartbeat:
     node: str
     status: str = ""
     generation: int = 0
+    instance: str = ""  # random per process start: a new instance is a restarted node
 
 
 @dataclass(frozen=True)
@@ -191,3 +192,5 @@ class AgentState:
     actions: tuple[dict[str, Any], ...]
     conversation: tuple[dict[str, Any], ...]
     stamp: float = 0.0
+    arm_holder: str = ""  # the command source holding the arm, or "" when none does
+    nodes: tuple[dict[str, Any], ...] = ()  # {"node", "state": up|lost|back, "since_s"}

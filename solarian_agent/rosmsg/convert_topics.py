@@ -298,12 +298,13 @@ def clock_from_ros(msg: Any) -> float:
 
 def heartbeat_to_ros(c: Codec, h: Heartbeat) -> Any:
     return c.new(names.T_HEARTBEAT, stamp=time_to_ros(c, h.stamp), node=str(h.node),
-                 status=str(h.status), generation=int(h.generation))
+                 status=str(h.status), generation=int(h.generation),
+                 instance=str(h.instance))
 
 
 def heartbeat_from_ros(msg: Any) -> Heartbeat:
     return Heartbeat(time_from_ros(msg.stamp), str(msg.node), str(msg.status),
-                     int(msg.generation))
+                     int(msg.generation), str(msg.instance))
 
 
 def operator_event_to_ros(c: Codec, ev: OperatorEvent) -> Any:
@@ -349,7 +350,10 @@ def agent_state_to_ros(c: Codec, s: AgentState) -> Any:
             for m in s.conversation]
     return c.new(names.T_AGENT_STATE, header=header(c, s.stamp), generation=int(s.generation),
                  status=str(s.status), task=str(s.task), plan=plan, actions=actions,
-                 conversation=conv)
+                 conversation=conv, arm_holder=str(s.arm_holder),
+                 nodes=[c.new(f"{PKG}/msg/NodeStatus", node=str(n.get("node", "")),
+                              state=str(n.get("state", "")),
+                              since_s=float(n.get("since_s", 0.0))) for n in s.nodes])
 
 
 def agent_state_from_ros(msg: Any) -> AgentState:
@@ -375,7 +379,10 @@ def agent_state_from_ros(msg: Any) -> AgentState:
             e["by"] = str(m.by)
         conv.append(e)
     return AgentState(int(msg.generation), str(msg.status), str(msg.task), tuple(plan),
-                      tuple(actions), tuple(conv), time_from_ros(msg.header.stamp))
+                      tuple(actions), tuple(conv), time_from_ros(msg.header.stamp),
+                      str(msg.arm_holder),
+                      tuple({"node": str(n.node), "state": str(n.state),
+                             "since_s": float(n.since_s)} for n in msg.nodes))
 
 
 def string_to_ros(c: Codec, value: Any) -> Any:

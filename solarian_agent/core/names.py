@@ -11,6 +11,12 @@ JOINT_COMMANDS = "joint_commands"
 DIAGNOSTICS = "diagnostics"
 ESTOP = "estop"
 ESTOP_RESET = "estop_reset"
+# the command gate (arm/gate.py): the holder (latched JSON), an e-stop with its reason from any
+# ROS node, and the command input a ros2_control joint trajectory controller named
+# ``arm_controller`` would have, so configs written for one point here
+ARM_GATE = "arm/gate"
+ESTOP_REQUEST = "estop/request"
+ARM_TRAJECTORY = "arm_controller/joint_trajectory"
 
 
 def image_topic(camera: str) -> str:
@@ -56,6 +62,8 @@ T_JOINT_STATE = "sensor_msgs/msg/JointState"
 T_DIAGNOSTICS = "diagnostic_msgs/msg/DiagnosticArray"
 T_MARKERS = "visualization_msgs/msg/MarkerArray"
 T_TRIGGER = "std_srvs/srv/Trigger"
+T_STRING = "std_msgs/msg/String"
+T_JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
 T_JOINT_COMMAND = "solarian_agent/msg/JointCommand"
 T_AGENT_STATE = "solarian_agent/msg/AgentState"
 T_AGENT_EVENT = "solarian_agent/msg/AgentEvent"

@@ -30,6 +30,7 @@ from typing import Any
 from ..core import names
 from .codec import Codec, ConvertError, header, rosbags_codec, time_from_ros, time_to_ros
 from .convert_markers import markers_from_ros, markers_to_ros
+from .convert_trajectory import joint_trajectory_from_ros, joint_trajectory_to_ros
 from .convert_services import SERVICES_FROM_ROS, SERVICES_TO_ROS, FromRos, ToRos
 from .convert_topics import (
     PKG,
@@ -88,6 +89,7 @@ TO_ROS: dict[str, ToRos] = {
     names.T_JOINT_COMMAND: joint_command_to_ros,
     names.T_DIAGNOSTICS: diagnostics_to_ros,
     names.T_MARKERS: markers_to_ros,
+    names.T_JOINT_TRAJECTORY: joint_trajectory_to_ros,
     names.T_AGENT_STATE: agent_state_to_ros,
     names.T_AGENT_EVENT: agent_event_to_ros,
     names.T_MONITOR_VERDICT: verdict_to_ros,
@@ -111,6 +113,7 @@ FROM_ROS: dict[str, FromRos] = {
     names.T_JOINT_COMMAND: joint_command_from_ros,
     names.T_DIAGNOSTICS: diagnostics_from_ros,
     names.T_MARKERS: markers_from_ros,
+    names.T_JOINT_TRAJECTORY: joint_trajectory_from_ros,
     names.T_AGENT_STATE: agent_state_from_ros,
     names.T_AGENT_EVENT: agent_event_from_ros,
     names.T_MONITOR_VERDICT: verdict_from_ros,

@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pytest
 
+from solarian_agent.arm.trajectory import trajectory_from_lists
 from solarian_agent.core import names
 from solarian_agent.core.messages import (
     AgentEvent,
@@ -67,6 +68,8 @@ SAMPLES: dict[str, object] = {
     names.T_JOINT_STATE: JointState(3.5, ("shoulder_pan", "gripper"), (0.25, 0.03), (0.1, 0.0),
                                     (0.0, 0.5)),
     names.T_JOINT_COMMAND: JointCommand(4.0, ("elbow_flex",), (0.7,), 1.5, "operator"),
+    names.T_JOINT_TRAJECTORY: trajectory_from_lists(("shoulder_pan", "gripper"),
+                                                    [(0.5, (0.1, 0.2)), (1.25, (0.3, -0.1))]),
     names.T_DIAGNOSTICS: {"stamp": 9.0, "status": [
         {"name": "arm", "level": 1, "message": "warm", "hardware_id": "so101",
          "values": {"temperature_c": "56.0", "mode": "tracking"}}]},

@@ -35,7 +35,7 @@ from solarian_agent.core.messages import OperatorEvent
 from solarian_agent.core.transport import LATCHED, Bus, QoS
 
 from .gate import Admission, ArmHeldError, CommandGate, Refusal, Source, UnknownSourceError
-from .safety import ArmLimits, WorkspaceGuard
+from .safety import ArmLimits, UnsafeCommandError, WorkspaceGuard, validate_target
 from .trajectory import Trajectory, TrajectoryPlayer, TrajectoryRefusedError, check_trajectory
 
 log = logging.getLogger(__name__)
@@ -91,6 +91,40 @@ class GateIO:
         self._op.publish(OperatorEvent("arm_taken", {"by": adm.source, "from": adm.taken_from,
                                                      "reason": reason}, now))
 
+    def command(self, source: str, target: Mapping[str, float], max_velocity: float | None,
+                now: float) -> str:
+        """One joint command through the gate: checked (names, values, workspace) before it
+        may take the arm, then admitted by source, then handed to the driver; "" when it went
+        through, else the reason, which is on the record.  Values outside the joint limits
+        are clipped by the driver and recorded as clamped."""
+        limits = self._limits()
+        if limits is None:
+            self.refuse(source, "the arm is not configured", "inactive", now)
+            return "the arm is not configured"
+        try:
+            checked = validate_target(limits, target)
+            guard = self._guard()
+            if guard is not None and any(j in checked for j in guard.joints):
+                current = dict(self._aimed())
+                if all(j in {**current, **checked} for j in guard.joints):
+                    guard.check_target(checked, current)
+        except UnsafeCommandError as e:
+            value = e.value if isinstance(e.value, float) else None
+            self.refuse(source, str(e), refusal_code(e), now, joint=e.joint, value=value)
+            return str(e)
+        why = self.admit(source, now)
+        if why:
+            return why
+        try:
+            self._apply(checked, source, max_velocity)
+        except Exception as e:  # e-stop latched, inactive, a bad max_velocity: refused
+            self.refuse(source, str(e), refusal_code(e), now)
+            return str(e)
+        for j, v, window in clamped_joints(limits, checked):
+            self.refuse(source, f"{j} = {v:.4f} clipped into {window}", "limit", now,
+                        joint=j, value=v, limit=window, kind="clamped")
+        return ""
+
     def refuse(self, source: str, reason: str, code: str, now: float, *, joint: str = "",
                value: float | None = None, limit: str = "", kind: str = "refused") -> None:
         self.gate.log.add(Refusal(now, source, reason, code, kind, joint, value, limit))
@@ -124,14 +158,11 @@ class GateIO:
         now = self.clock.now()
         with self._lock:
             traj, self._incoming = self._incoming, None
-        if traj is not None:
-            why = self.admit(Source.EXTERNAL, now)
-            if why:
-                pass  # refused and recorded by the gate (held by the operator)
-            else:
-                with self._lock:
-                    self.player = TrajectoryPlayer(traj, self._aimed(), now)
-                self.trajectories_accepted += 1
+        # a trajectory refused here (held by the operator) is on the gate's record already
+        if traj is not None and not self.admit(Source.EXTERNAL, now):
+            with self._lock:
+                self.player = TrajectoryPlayer(traj, self._aimed(), now)
+            self.trajectories_accepted += 1
         self._play(now)
         summary = self.gate.log.summary_due(now)
         if summary is not None:
@@ -178,4 +209,30 @@ class GateIO:
                            **{f"count.{k}": v for k, v in sorted(totals.items())}}}
 
 
-__all__ = ["Apply", "GateIO"]
+
+
+def refusal_code(e: BaseException) -> str:
+    """The summary group of a refused command's error."""
+    from .safety import EStopLatchedError, NonFiniteCommandError, UnknownJointError, WorkspaceError
+
+    for cls, code in ((UnknownJointError, "unknown_joint"), (NonFiniteCommandError, "non_finite"),
+                      (WorkspaceError, "workspace"), (EStopLatchedError, "estop")):
+        if isinstance(e, cls):
+            return code
+    return "unsafe"
+
+
+def clamped_joints(limits: ArmLimits, target: Mapping[str, float]
+                   ) -> list[tuple[str, float, str]]:
+    """The joints of a (validated) target outside their limits: (joint, value, window); the
+    driver clips them, and the record says so."""
+    known = limits.as_dict()
+    out = []
+    for n, v in target.items():
+        lim = known.get(n)
+        if lim is not None and not lim.lower <= v <= lim.upper:
+            out.append((n, float(v), f"[{lim.lower:.4f}, {lim.upper:.4f}]"))
+    return out
+
+
+__all__ = ["Apply", "GateIO", "clamped_joints", "refusal_code"]

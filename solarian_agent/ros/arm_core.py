@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from ..arm.gate import CommandGate, GateConfig
+from ..arm.gate_io import GateIO
 from ..core import names
 from ..core.clock import Clock
 from ..core.messages import JointCommand, OperatorEvent
@@ -63,6 +65,12 @@ class ArmCore:
         # an e-stop latched when the bus is closed (cleanup, a lifecycle error) is latched
         # again on the next configure: only estop_reset releases it
         self._carried_estop: str | None = None
+        # the command gate: one source holds the arm (config ``gate:`` in the arm's YAML);
+        # joint commands, external trajectories and e-stop requests all pass it
+        self.gate = CommandGate(GateConfig.from_yaml(self.arm_config))
+        self.gate_io = GateIO(bus, clock, self.gate, node=node, apply=self._apply,
+                              aimed=self._aimed, limits=self._limits, guard=self._guard,
+                              estop=self._estop_requested, operator_pub=self._op)
         bus.create_service(names.ESTOP, names.T_TRIGGER, self._srv_estop, node)
         bus.create_service(names.ESTOP_RESET, names.T_TRIGGER, self._srv_reset, node)
         bus.create_service(graph.SET_TORQUE, graph.T_SET_BOOL, self._srv_torque, node)
@@ -166,27 +174,53 @@ class ArmCore:
         js = reading.joint_state
         if js is not None:
             self._js.publish(js)
+        self.gate_io.step()
         now = self.clock.now()
         if now >= self._next_diag:
             self._next_diag = now + self.diagnostics_period_s
-            self._diag.publish(arm_diagnostics(reading, now))
+            diag = arm_diagnostics(reading, now)
+            diag["status"].append(self.gate_io.diagnostic(now))
+            self._diag.publish(diag)
 
     # inputs --------------------------------------------------------------------------------
     def _on_command(self, cmd: JointCommand) -> None:
-        ctl = self.controller
-        why = ""
-        if ctl is None or not self.active:
-            why = "the arm is not active"
+        now = self.clock.now()
+        if len(cmd.name) != len(cmd.position):
+            why = f"command has {len(cmd.name)} names but {len(cmd.position)} positions"
+            self.gate_io.refuse(cmd.source, why, "malformed", now)
         else:
-            try:
-                ctl.command(dict(zip(cmd.name, cmd.position, strict=True)), source=cmd.source,
-                            max_velocity=cmd.max_velocity or None)
-            except Exception as e:  # unsafe / e-stop latched: refused, never raised
-                why = str(e)
+            why = self.gate_io.command(cmd.source, dict(zip(cmd.name, cmd.position, strict=True)),
+                                       cmd.max_velocity or None, now)
         if why:
+            # on the gate's record, summarised once a second with exact counts: a flood of
+            # bad commands is not a flood of log lines
             self.refused += 1
             self.last_refusal = why
-            log.warning("arm: refused a joint command from %s: %s", cmd.source, why)
+
+    # the gate's view of the controller ------------------------------------------------------
+    def _apply(self, target: Mapping[str, float], source: str,
+               max_velocity: float | None) -> None:
+        ctl = self.controller
+        if ctl is None or not self.active:
+            raise RuntimeError("the arm is not active")
+        ctl.command(target, source=source, max_velocity=max_velocity)
+
+    def _aimed(self) -> dict[str, float]:
+        ctl = self.controller
+        return {} if ctl is None else dict(ctl.setpoint())
+
+    def _limits(self) -> Any:
+        return None if self.controller is None else self.controller.limits
+
+    def _guard(self) -> Any:
+        return None if self.controller is None else self.controller.guard
+
+    def _estop_requested(self, reason: str) -> None:
+        """An e-stop from any ROS node (``estop/request``), with its reason."""
+        if self.controller is None:
+            self._carried_estop = reason
+        else:
+            self.controller.estop(reason)
 
     def _srv_estop(self, _req: Any) -> dict[str, Any]:
         if self.controller is None:

@@ -30,7 +30,6 @@ from typing import Any
 from ..core import names
 from .codec import Codec, ConvertError, header, rosbags_codec, time_from_ros, time_to_ros
 from .convert_markers import markers_from_ros, markers_to_ros
-from .convert_trajectory import joint_trajectory_from_ros, joint_trajectory_to_ros
 from .convert_services import SERVICES_FROM_ROS, SERVICES_TO_ROS, FromRos, ToRos
 from .convert_topics import (
     PKG,
@@ -81,6 +80,7 @@ from .convert_topics import (
     verdict_from_ros,
     verdict_to_ros,
 )
+from .convert_trajectory import joint_trajectory_from_ros, joint_trajectory_to_ros
 
 TO_ROS: dict[str, ToRos] = {
     names.T_IMAGE: image_to_ros,

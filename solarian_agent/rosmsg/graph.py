@@ -56,6 +56,9 @@ OPTIONAL_INPUTS: dict[str, str] = {
     names.AGENT_HEARTBEAT: "the planner, when one runs (its watchdog arms on the first beat)",
     names.DIAGNOSTICS: "the arm node on a real arm (the planner says a slowed arm; the "
                        "simulators publish none)",
+    names.ARM_TRAJECTORY: "another ROS stack driving the arm through the command gate (a "
+                          "MoveIt plan, a teleop node, a script): source = external",
+    names.ESTOP_REQUEST: "an e-stop with its reason, from any ROS node",
 }
 
 DEFAULT_SIM_CAMERAS = ("overhead", "wrist")
@@ -160,6 +163,14 @@ def calibrate_camera_node(camera: str = "overhead") -> NodeSpec:
                     "tool point from joint_states, one frame from <camera>/image_raw.")
 
 
+def gate_endpoints() -> tuple[Endpoint, ...]:
+    """The command gate on every arm driver (arm/gate_io.py): the holder, latched; the
+    standard trajectory input; an e-stop with its reason."""
+    return (_pub(names.ARM_GATE, names.T_STRING, LATCHED),
+            _sub(names.ARM_TRAJECTORY, names.T_JOINT_TRAJECTORY, RELIABLE),
+            _sub(names.ESTOP_REQUEST, names.T_STRING, RELIABLE))
+
+
 def arm_node() -> NodeSpec:
     return NodeSpec(
         "arm_node", "arm",
@@ -170,6 +181,7 @@ def arm_node() -> NodeSpec:
             _pub(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, RELIABLE),
             _srv(names.ESTOP, names.T_TRIGGER),
             _srv(names.ESTOP_RESET, names.T_TRIGGER),
+            *gate_endpoints(),
             _srv(SET_TORQUE, T_SET_BOOL),
         ),
         lifecycle=True,
@@ -196,6 +208,8 @@ def sim_node(cameras: Sequence[str] = DEFAULT_SIM_CAMERAS) -> NodeSpec:
             _pub(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, RELIABLE),
             _srv(names.ESTOP, names.T_TRIGGER),
             _srv(names.ESTOP_RESET, names.T_TRIGGER),
+            *gate_endpoints(),
+            _pub(names.DIAGNOSTICS, names.T_DIAGNOSTICS, RELIABLE),
             _srv(names.SIM_RESET, T_SIM_RESET),
             _srv(names.SIM_INJECT_FAULT, T_INJECT_FAULT),
         ),
@@ -398,7 +412,10 @@ def recorded_topics(cameras: Sequence[str], sim: bool) -> list[str]:
               names.AGENT_HEARTBEAT]
     for c in cameras:
         topics += [names.image_topic(c), names.camera_info_topic(c)]
-    topics.append(names.SIM_TRUTH if sim else names.DIAGNOSTICS)
+    # the arm's diagnostics (the simulators' carry the command gate's refusal counts) and the
+    # gate's holder: who held the arm and what was refused is on the episode's record
+    topics += [names.SIM_TRUTH, names.DIAGNOSTICS] if sim else [names.DIAGNOSTICS]
+    topics.append(names.ARM_GATE)
     return topics
 
 

@@ -25,18 +25,21 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from solarian_agent.arm.gate import CommandGate
+from solarian_agent.arm.gate_io import GateIO
 from solarian_agent.arm.safety import (
     ArmLimits,
     EStopLatch,
+    EStopLatchedError,
     JointLimit,
     UnsafeCommandError,
     Workspace,
     WorkspaceGuard,
     clamp_target,
-    validate_target,
 )
 from solarian_agent.core import names
 from solarian_agent.core.clock import Clock
@@ -118,6 +121,7 @@ class SimWorldComponent:
         node: str = "sim_world",
         limits: ArmLimits | None = None,
         workspace: Workspace | None = None,
+        gate: CommandGate | None = None,
     ) -> None:
         self.bus = bus
         self.clock = clock
@@ -159,6 +163,16 @@ class SimWorldComponent:
         self.latch = EStopLatch()
         self._pub_operator = bus.publisher(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT,
                                            QoS(depth=10), node)
+        # the command gate, as on the real arm: one source holds the arm; external
+        # trajectories and e-stop requests with a reason come in through it too
+        self.gate = gate or CommandGate()
+        self.gate_io = GateIO(bus, clock, self.gate, node=node, apply=self._apply,
+                              aimed=self._aimed, limits=lambda: self.limits,
+                              guard=lambda: self.guard, estop=self.estop,
+                              operator_pub=self._pub_operator)
+        self._pub_diag = bus.publisher(names.DIAGNOSTICS, names.T_DIAGNOSTICS, QoS(depth=10),
+                                       node)
+        self._next_diag = -math.inf
         bus.create_service(names.ESTOP, names.T_TRIGGER, self._srv_estop, node)
         bus.create_service(names.ESTOP_RESET, names.T_TRIGGER, self._srv_estop_reset, node)
         bus.create_service(names.SIM_RESET, T_SIM_RESET, self._srv_reset, node)
@@ -181,29 +195,38 @@ class SimWorldComponent:
     def _on_command(self, msg: JointCommand) -> None:
         with self._lock:
             self.commands_received += 1
+            now = self.clock.now()
             if self.latch.tripped:
+                why = f"e-stop latched ({self.latch.reason})"
+                self.gate_io.refuse(msg.source, why, "estop", now)
+            elif len(msg.name) != len(msg.position):
+                why = f"command has {len(msg.name)} names but {len(msg.position)} positions"
+                self.gate_io.refuse(msg.source, why, "malformed", now)
+            else:
+                # checked, admitted by source, then _apply; every refusal is on the gate's
+                # record (summarised with exact counts, not logged one by one)
+                why = self.gate_io.command(msg.source, dict(zip(msg.name, msg.position,
+                                                                strict=True)),
+                                           float(msg.max_velocity), now)
+            if why:
                 self.commands_rejected += 1
-                self.last_rejection = f"e-stop latched ({self.latch.reason})"
-                return
-            try:
-                if len(msg.name) != len(msg.position):
-                    raise UnsafeCommandError(
-                        f"command has {len(msg.name)} names but {len(msg.position)} positions"
-                    )
-                goal = validate_target(self.limits, dict(zip(msg.name, msg.position,
-                                                             strict=True)))
-                if any(j in goal for j in self.guard.joints):
-                    self.guard.check_target(goal, self.world.joint_positions())
-                mv = float(msg.max_velocity)
-                if not (math.isfinite(mv) and mv >= 0):
-                    raise UnsafeCommandError(f"max_velocity must be >= 0, got {mv!r}")
-            except (UnsafeCommandError, TypeError, ValueError) as e:
-                self.commands_rejected += 1
-                self.last_rejection = str(e)
-                log.warning("sim: refused joint command from %s: %s", msg.source, e)
-                return
+                self.last_rejection = why
+
+    def _apply(self, goal: Mapping[str, float], source: str, max_velocity: float | None
+               ) -> None:
+        """The gate's way to the simulated servos (a checked, admitted target)."""
+        mv = float(max_velocity or 0.0)
+        if not (math.isfinite(mv) and mv >= 0):
+            raise UnsafeCommandError(f"max_velocity must be >= 0, got {mv!r}")
+        with self._lock:
+            if self.latch.tripped:
+                raise EStopLatchedError(self.latch.reason)
             self._goal.update(goal)
             self._goal_velocity = mv
+
+    def _aimed(self) -> dict[str, float]:
+        with self._lock:
+            return {**self.world.joint_positions(), **self._goal}
 
     # stepping ------------------------------------------------------------------------------
     def step(self, dt: float) -> None:
@@ -221,6 +244,12 @@ class SimWorldComponent:
                 w.command(self.guard.safe_step(current, nxt))
             w.step(dt)
             self._publish_due()
+        # outside the lock: a takeover publishes an operator event to whoever listens
+        self.gate_io.step()
+        now = self.clock.now()
+        if now >= self._next_diag:
+            self._next_diag = now + 1.0
+            self._pub_diag.publish({"stamp": now, "status": [self.gate_io.diagnostic(now)]})
 
     def publish_now(self) -> None:
         """Publish every stream at once (start-up, after a reset)."""
@@ -279,6 +308,10 @@ class SimWorldComponent:
         reason = "e-stop pressed"
         if isinstance(request, dict) and request.get("reason"):
             reason = str(request["reason"])
+        return self.estop(reason)
+
+    def estop(self, reason: str) -> dict[str, Any]:
+        """Latch the e-stop with its reason (the service, ``estop/request``)."""
         with self._lock:
             newly = self.latch.trip(reason)
             self._goal = {}

@@ -164,7 +164,9 @@ class SkillExecutor:
             self.estop_latched = True
         elif kind == "estop_reset":
             self.estop_latched = False
-        self.advance_generation(f"operator {kind}", "operator")
+        # the event's own reason goes with it (an arm taken by the operator: by whom, from whom)
+        why = getattr(ev, "detail", {}).get("reason", "") if kind == "arm_taken" else ""
+        self.advance_generation(f"operator {kind}" + (f": {why}" if why else ""), "operator")
 
     def _srv_advance(self, req: Mapping[str, Any]) -> int:
         return self.advance_generation(str(req.get("reason", "")), str(req.get("by", "agent")))

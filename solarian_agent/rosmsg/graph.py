@@ -167,7 +167,9 @@ def gate_endpoints() -> tuple[Endpoint, ...]:
     """The command gate on every arm driver (arm/gate_io.py): the holder, latched; the
     standard trajectory input; an e-stop with its reason."""
     return (_pub(names.ARM_GATE, names.T_STRING, LATCHED),
-            _sub(names.ARM_TRAJECTORY, names.T_JOINT_TRAJECTORY, RELIABLE),
+            # a deeper queue than most: a stack may send trajectories in a burst, and a refused
+            # one must be counted, not dropped unseen
+            _sub(names.ARM_TRAJECTORY, names.T_JOINT_TRAJECTORY, QoS(depth=100)),
             _sub(names.ESTOP_REQUEST, names.T_STRING, RELIABLE))
 
 

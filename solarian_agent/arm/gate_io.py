@@ -23,7 +23,6 @@ the driver's control loop calls :meth:`step`.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -196,7 +195,7 @@ class GateIO:
         shown = (str(st["holder"]), str(st["refused_total"]))
         if force or shown != self._shown:
             self._shown = shown
-            self._pub_gate.publish(json.dumps(st))
+            self._pub_gate.publish(st)  # a dict: JSON in std_msgs/String on ROS
 
     def diagnostic(self, now: float) -> dict[str, Any]:
         """The gate's entry for ``/diagnostics``: the holder and the exact refusal totals."""

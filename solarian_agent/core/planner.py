@@ -145,7 +145,9 @@ class Planner:
                                                     QoS(depth=200), node=node))
         self.state = StatePublisher(clock, bus.publisher(names.AGENT_STATE, names.T_AGENT_STATE,
                                                          LATCHED, node=node),
-                                    self.run, self.book, self.transcript)
+                                    self.run, self.book, self.transcript,
+                                    arm_gate=bus.subscribe(names.ARM_GATE, names.T_STRING,
+                                                           qos=LATCHED, node=node))
         timers = Timers(clock, config.events.max_timers)
 
         # views and the tool set (the backend and the observer are wired where the system is

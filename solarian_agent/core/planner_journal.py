@@ -14,7 +14,7 @@ from .events import Event, EventQueue
 from .messages import AgentEvent, AgentState, MonitorVerdict, OperatorEvent, SkillResult
 from .planner_state import ActionBook, MonitorNotes, RunState, Transcript
 from .planner_tools import ToolCatalogue
-from .transport import GoalHandle, Publisher
+from .transport import GoalHandle, Publisher, Subscription
 
 
 class Journal:
@@ -60,8 +60,9 @@ class StatePublisher:
     """``agent/state``: the run, its plan, the running actions and the conversation."""
 
     def __init__(self, clock: Clock, pub: Publisher[AgentState], run: RunState, book: ActionBook,
-                 transcript: Transcript) -> None:
+                 transcript: Transcript, arm_gate: Subscription[Any] | None = None) -> None:
         self._clock = clock
+        self._arm_gate = arm_gate  # the arm driver's command gate: who holds the arm
         self._pub = pub
         self._run = run
         self._book = book
@@ -76,7 +77,13 @@ class StatePublisher:
             actions=tuple({"action_id": a.action_id, "tool": a.tool, "params": a.params,
                            "elapsed_s": round(now - a.started_at, 2)}
                           for a in self._book.running.values()),
-            conversation=tuple(self._transcript.recent(50)), stamp=now))
+            conversation=tuple(self._transcript.recent(50)), stamp=now,
+            arm_holder=self.arm_holder()))
+
+    def arm_holder(self) -> str:
+        """The source holding the arm, as the driver's ``arm/gate`` last said ("" if none)."""
+        gate = self._arm_gate.latest() if self._arm_gate is not None else None
+        return str(gate.get("holder", "")) if isinstance(gate, dict) else ""
 
 
 class Inbox:

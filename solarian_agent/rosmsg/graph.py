@@ -59,6 +59,7 @@ OPTIONAL_INPUTS: dict[str, str] = {
     names.ARM_TRAJECTORY: "another ROS stack driving the arm through the command gate (a "
                           "MoveIt plan, a teleop node, a script): source = external",
     names.ESTOP_REQUEST: "an e-stop with its reason, from any ROS node",
+    names.ARM_GATE: "the arm driver's command gate (the holder, for agent/state)",
 }
 
 DEFAULT_SIM_CAMERAS = ("overhead", "wrist")
@@ -279,6 +280,7 @@ def planner_node(cameras: Sequence[str], tools: Sequence[str]) -> NodeSpec:
         _sub(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, OPERATOR_QOS),
         _sub(names.EXECUTOR_GENERATION, names.T_GENERATION, LATCHED),
         _sub(names.DIAGNOSTICS, names.T_DIAGNOSTICS, LATEST),
+        _sub(names.ARM_GATE, names.T_STRING, LATCHED),
         _srv(names.AGENT_MESSAGE, names.T_AGENT_COMMAND),
         _srv(names.AGENT_CANCEL, names.T_AGENT_COMMAND),
         _srv(names.AGENT_RESET, names.T_AGENT_COMMAND),

@@ -74,6 +74,10 @@ def test_operator_teleop_takes_the_arm_from_a_running_skill(sim):
     assert after and set(after) == {"operator"}
     assert sim.sim.gate.log.totals.get("refused agent held", 0) >= 1
     assert sim.sim.gate.log.totals["preempted agent preempted"] == 1
+    # the holder is in agent/state, as the planner publishes it
+    sim.planner.state.publish()
+    st = sim.bus.subscribe(names.AGENT_STATE, names.T_AGENT_STATE).latest()
+    assert st is not None and st.arm_holder == "operator"
 
 
 def test_external_trajectory_is_checked_whole_and_played_on_time(sim):

@@ -98,8 +98,8 @@ class GateIO:
         are clipped by the driver and recorded as clamped."""
         limits = self._limits()
         if limits is None:
-            self.refuse(source, "the arm is not configured", "inactive", now)
-            return "the arm is not configured"
+            self.refuse(source, "the arm is not active (not configured)", "inactive", now)
+            return "the arm is not active (not configured)"
         try:
             checked = validate_target(limits, target)
             guard = self._guard()
@@ -134,7 +134,7 @@ class GateIO:
         src = Source.EXTERNAL.value
         limits = self._limits()
         if limits is None:
-            self.refuse(src, "the arm is not configured", "inactive", now)
+            self.refuse(src, "the arm is not active (not configured)", "inactive", now)
             return
         try:
             check_trajectory(traj, limits, self._guard(), self._aimed())

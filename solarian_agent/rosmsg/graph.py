@@ -312,6 +312,7 @@ def _ui_endpoints(cameras: Sequence[str]) -> tuple[Endpoint, ...]:
         _sub(names.AGENT_EVENTS, names.T_AGENT_EVENT, SKILL_EVENTS_QOS),
         _sub(names.MONITOR_VERDICTS, names.T_MONITOR_VERDICT, VERDICTS_QOS),
         _sub(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, OPERATOR_QOS),
+        _sub(names.ARM_GATE, names.T_STRING, LATCHED),
         *_image_subs(cameras),
         *((_sub(names.AGENT_VIEW, names.T_IMAGE, LATCHED),) if cameras else ()),
         _cli(names.AGENT_MESSAGE, names.T_AGENT_COMMAND),

@@ -196,6 +196,14 @@ class BusLink:
         self._subs.append(bus.subscribe(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT,
                                         self._dispatcher("operator"), QoS(depth=1), node))
         self._last_state: AgentState | None = None
+        # the arm driver's command gate: who holds the arm, the last refusals (the panel)
+        self._gate = bus.subscribe(names.ARM_GATE, names.T_STRING, None, LATCHED, node)
+        self._subs.append(self._gate)
+
+    def arm_gate(self) -> dict[str, Any]:
+        """The arm driver's last ``arm/gate`` (holder, last refusals); {} before one came."""
+        g = self._gate.latest()
+        return dict(g) if isinstance(g, Mapping) else {}
 
     # reading -----------------------------------------------------------------------------
     def _dispatcher(self, kind: str) -> Callable[[Any], None]:

@@ -53,6 +53,7 @@ class PanelHub:
         self.link = link
         # the robot profile's summary (bring-up's readiness), fixed for the panel's life
         self.robot: dict[str, Any] = dict(robot) if robot is not None else {"name": "simulator"}
+        self.gate: dict[str, Any] = {}  # the arm's command gate: holder, last refusals
         self.clock = clock
         self.fps = fps
         self.client_queue = client_queue
@@ -264,6 +265,7 @@ class PanelHub:
 
     def _tick(self) -> None:
         self.controls.refresh()
+        self._refresh_gate()
         if self.conversation.expire():
             self._render_state()
         actions = self.state.get("actions") or []
@@ -274,6 +276,16 @@ class PanelHub:
                                                   + max(0.0, now - self._state_stamp), 1)
                    for a in actions}
         self.broadcast({"type": "tick", "elapsed": elapsed})
+
+    def _refresh_gate(self) -> None:
+        """The arm's holder and last refusals, sent to the pages when they change (a link
+        without the gate's topic shows none)."""
+        read = getattr(self.link, "arm_gate", None)
+        gate = read() if callable(read) else {}
+        shown = {k: gate.get(k) for k in ("holder", "refused_total", "last_refusals")}
+        if shown != self.gate:
+            self.gate = json_safe(shown)
+            self.broadcast({"type": "gate", "gate": self.gate})
 
     def _announce_frames(self) -> None:
         now = time.monotonic()
@@ -304,6 +316,7 @@ class PanelHub:
         out.append(dumps({"type": "estop", "estop": self.estop}))
         out.append(dumps({"type": "cameras", "topics": self.link.image_topics()}))
         out.append(dumps({"type": "robot", "robot": self.robot}))
+        out.append(dumps({"type": "gate", "gate": self.gate}))
         for topic, seq in self.frames.items():
             out.append(dumps({"type": "frame", "topic": topic, "seq": seq}))
         return out

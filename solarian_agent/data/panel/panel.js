@@ -196,6 +196,20 @@ function renderLock() {
 }
 
 // ---- the robot (bring-up's readiness: text, set with textContent only) ------------------
+// the arm's command gate: who holds the arm, and the last commands it refused
+function renderGate(g) {
+  $("arm-holder").textContent = "arm: " + (g.holder || "free");
+  $("arm-holder").dataset.holder = g.holder || "";
+  const list = $("refusals");
+  list.replaceChildren();
+  for (const r of (g.last_refusals || []).slice().reverse()) {
+    list.append(el("li", { "data-kind": r.kind, "data-source": r.source },
+      el("span", { class: "tool" }, r.kind + " " + r.source), " ",
+      r.joint ? el("span", { class: "muted" }, r.joint + " ") : null, r.reason || ""));
+  }
+  if (!list.children.length) list.append(el("li", { class: "empty muted" }, "none refused"));
+}
+
 function renderRobot(r) {
   const el = $("robot");
   if (!r || r.name === "simulator") {
@@ -306,6 +320,9 @@ function handle(m) {
       break;
     case "robot":
       renderRobot(m.robot);
+      break;
+    case "gate":
+      renderGate(m.gate || {});
       break;
     case "cameras":
       ensureCameras(m.topics || []);

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from pathlib import Path
 
 import pytest
 from _rostest_util import NodeProcesses, Probe, ros_type, wait_until
@@ -135,6 +136,29 @@ def test_another_node_drives_the_arm_and_the_operator_takes_it_back(arm):
     time.sleep(1.0)
     assert abs(_rad(bus, 1) - stopped) < 0.02, "the external trajectory went on"
     assert _rad(bus, 1) > -0.5
+
+
+def test_the_readmes_script_drives_the_arm_and_is_refused_while_the_operator_holds_it(arm):
+    """scripts/drive_arm_external.py, the README's example of another stack, as a process."""
+    import subprocess
+    import sys
+
+    bus, g, p = arm
+    script = [sys.executable, str(Path(__file__).resolve().parents[2] / "scripts"
+                                  / "drive_arm_external.py"), "--ns", NS]
+    cmd = _publisher(p, "solarian_agent/msg/JointCommand", "joint_commands")
+    cmd.publish(ros_type("solarian_agent/msg/JointCommand")(
+        name=["gripper"], position=[0.4], max_velocity=0.0, source="operator"))
+    assert wait_until(lambda: _gate(p)["holder"] == "operator", 10.0)
+    r = subprocess.run([*script, "--pan", "-0.2"], env=g.env(), capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 1 and "held by operator" in r.stdout, r.stdout + r.stderr
+    # the operator's lease (3 s) lapses without commands: the other stack may drive
+    assert wait_until(lambda: _gate(p)["holder"] == "", 10.0)
+    r = subprocess.run([*script, "--pan", "-0.2", "--seconds", "1.5"], env=g.env(),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert wait_until(lambda: abs(_rad(bus, 1) + 0.2) < 0.03, 15.0), _rad(bus, 1)
 
 
 def test_a_flood_of_bad_trajectories_is_counted_exactly_and_the_loop_keeps_its_rate(arm):

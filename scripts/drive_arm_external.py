@@ -4,9 +4,14 @@ names as in urdf/so101.urdf, ``time_from_start`` honoured), then the gate's answ
 latched ``arm/gate`` topic.  Plain rclpy, nothing of solarian_agent is imported.
 
     python scripts/drive_arm_external.py [--ns NAMESPACE] [--pan 0.3] [--seconds 2]
+    python scripts/drive_arm_external.py --operator-gripper 0.5   # the operator takes it back
+    python scripts/drive_arm_external.py --estop "light curtain broken"   # e-stop, with reason
 
-Exit status 0 when the gate let the trajectory through (holder ``external``), 1 when it refused
-it (the reason is printed), 2 when no arm answered.
+Exit status 0 when the gate let the command through (holder ``external``, or ``operator``
+with ``--operator-gripper``), 1 when it refused it (the reason is printed), 2 when no arm
+answered.  ``--operator-gripper`` sends what an operator's tool sends (the package's
+JointCommand with ``source: operator``), so it needs the package's interfaces; the trajectory
+needs only trajectory_msgs.
 """
 
 from __future__ import annotations
@@ -29,6 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pan", type=float, default=0.3, help="shoulder_pan target (rad)")
     ap.add_argument("--seconds", type=float, default=2.0, help="time_from_start of the point")
     ap.add_argument("--timeout", type=float, default=20.0)
+    ap.add_argument("--operator-gripper", type=float, default=None, metavar="RAD",
+                    help="instead: an operator command (the gripper to RAD): it takes the arm")
+    ap.add_argument("--estop", default=None, metavar="REASON",
+                    help="instead: latch the arm's e-stop with REASON (estop/request)")
     args = ap.parse_args(argv)
     prefix = f"/{args.ns.strip('/')}/" if args.ns.strip("/") else "/"
     rclpy.init()
@@ -48,16 +57,37 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             rclpy.spin_once(node, timeout_sec=0.1)
         refused_before = gate[-1]["refused_total"]
-        sec = int(args.seconds)
-        pub.publish(JointTrajectory(
-            joint_names=["shoulder_pan"],
-            points=[JointTrajectoryPoint(positions=[args.pan], time_from_start=Duration(
-                sec=sec, nanosec=int((args.seconds - sec) * 1e9)))]))
+        if args.estop is not None:
+            stop = node.create_publisher(String, prefix + "estop/request", 10)
+            while stop.get_subscription_count() == 0 and time.monotonic() < end:
+                rclpy.spin_once(node, timeout_sec=0.1)
+            stop.publish(String(data=args.estop))
+            rclpy.spin_once(node, timeout_sec=0.5)  # let it go out before the node ends
+            print(f"e-stop requested: {args.estop}")
+            return 0
+        want = "external"
+        if args.operator_gripper is not None:
+            want = "operator"
+            from solarian_agent.ros.ros_types import interface_class
+
+            cmd_t = interface_class("solarian_agent/msg/JointCommand")
+            op = node.create_publisher(cmd_t, prefix + "joint_commands", 10)
+            while op.get_subscription_count() == 0 and time.monotonic() < end:
+                rclpy.spin_once(node, timeout_sec=0.1)
+            op.publish(cmd_t(name=["gripper"], position=[args.operator_gripper],
+                             source="operator"))
+        else:
+            sec = int(args.seconds)
+            pub.publish(JointTrajectory(
+                joint_names=["shoulder_pan"],
+                points=[JointTrajectoryPoint(positions=[args.pan], time_from_start=Duration(
+                    sec=sec, nanosec=int((args.seconds - sec) * 1e9)))]))
         while time.monotonic() < end:
             rclpy.spin_once(node, timeout_sec=0.1)
             g = gate[-1]
-            if g["holder"] == "external":
-                print(f"the arm is held by external: moving shoulder_pan to {args.pan} rad")
+            if g["holder"] == want:
+                print(f"the arm is held by {want}" + (
+                    f": moving shoulder_pan to {args.pan} rad" if want == "external" else ""))
                 return 0
             if g["refused_total"] > refused_before:
                 print("refused:", g["last_refusals"][-1]["reason"])

@@ -47,7 +47,8 @@ class GateIO:
                  apply: Apply, aimed: Callable[[], Mapping[str, float]],
                  limits: Callable[[], ArmLimits | None],
                  guard: Callable[[], WorkspaceGuard | None],
-                 estop: Callable[[str], None], operator_pub: Any) -> None:
+                 estop: Callable[[str], None], operator_pub: Any,
+                 blocked: Callable[[], str] = lambda: "") -> None:
         self.clock = clock
         self.gate = gate
         self._apply = apply
@@ -56,6 +57,9 @@ class GateIO:
         self._guard = guard
         self._estop = estop
         self._op = operator_pub
+        # why the driver takes no command now ("" when it does): a latched e-stop, an inactive
+        # arm; such a command is refused before it may take the arm
+        self._blocked = blocked
         self._lock = threading.Lock()
         self._incoming: Trajectory | None = None
         self.player: TrajectoryPlayer | None = None
@@ -111,6 +115,10 @@ class GateIO:
             value = e.value if isinstance(e.value, float) else None
             self.refuse(source, str(e), refusal_code(e), now, joint=e.joint, value=value)
             return str(e)
+        why = self._blocked() or ""
+        if why:
+            self.refuse(source, why, "estop" if "e-stop" in why else "inactive", now)
+            return why
         why = self.admit(source, now)
         if why:
             return why
@@ -157,6 +165,11 @@ class GateIO:
         now = self.clock.now()
         with self._lock:
             traj, self._incoming = self._incoming, None
+        blocked = self._blocked() if traj is not None else ""
+        if blocked:
+            self.refuse(Source.EXTERNAL, f"trajectory refused: {blocked}",
+                        "estop" if "e-stop" in blocked else "inactive", now)
+            traj = None
         # a trajectory refused here (held by the operator) is on the gate's record already
         if traj is not None and not self.admit(Source.EXTERNAL, now):
             with self._lock:

@@ -70,7 +70,8 @@ class ArmCore:
         self.gate = CommandGate(GateConfig.from_yaml(self.arm_config))
         self.gate_io = GateIO(bus, clock, self.gate, node=node, apply=self._apply,
                               aimed=self._aimed, limits=self._limits, guard=self._guard,
-                              estop=self._estop_requested, operator_pub=self._op)
+                              estop=self._estop_requested, operator_pub=self._op,
+                              blocked=self._blocked)
         bus.create_service(names.ESTOP, names.T_TRIGGER, self._srv_estop, node)
         bus.create_service(names.ESTOP_RESET, names.T_TRIGGER, self._srv_reset, node)
         bus.create_service(graph.SET_TORQUE, graph.T_SET_BOOL, self._srv_torque, node)
@@ -204,6 +205,14 @@ class ArmCore:
         if ctl is None or not self.active:
             raise RuntimeError("the arm is not active")
         ctl.command(target, source=source, max_velocity=max_velocity)
+
+    def _blocked(self) -> str:
+        ctl = self.controller
+        if ctl is None or not self.active:
+            return "the arm is not active"
+        if ctl.latch.tripped:
+            return f"e-stop latched ({ctl.latch.reason})"
+        return ""
 
     def _aimed(self) -> dict[str, float]:
         ctl = self.controller

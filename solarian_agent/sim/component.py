@@ -169,7 +169,9 @@ class SimWorldComponent:
         self.gate_io = GateIO(bus, clock, self.gate, node=node, apply=self._apply,
                               aimed=self._aimed, limits=lambda: self.limits,
                               guard=lambda: self.guard, estop=self.estop,
-                              operator_pub=self._pub_operator)
+                              operator_pub=self._pub_operator,
+                              blocked=lambda: (f"e-stop latched ({self.latch.reason})"
+                                               if self.latch.tripped else ""))
         self._pub_diag = bus.publisher(names.DIAGNOSTICS, names.T_DIAGNOSTICS, QoS(depth=10),
                                        node)
         self._next_diag = -math.inf

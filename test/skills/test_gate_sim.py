@@ -130,3 +130,10 @@ def test_estop_request_latches_with_its_reason(sim):
     assert "MoveIt saw a person in the cell" in sim.sim.latch.reason
     ev = [e for e in sim.op_events if e.kind == "estop"]
     assert ev and "MoveIt saw a person" in ev[-1].detail["reason"]
+    # while latched, an external trajectory neither moves the arm nor takes it
+    traj = sim.bus.publisher(names.ARM_TRAJECTORY, names.T_JOINT_TRAJECTORY)
+    traj.publish(trajectory_from_lists(("shoulder_pan",), [(1.0, (0.2,))]))
+    sim.runtime.run_for(0.3)
+    assert sim.applied == [] and sim.sim.gate.holder(sim.clock.now()) == ""
+    rec = sim.sim.gate.log.recent[-1]
+    assert rec.code == "estop" and "MoveIt saw a person" in rec.reason

@@ -14,6 +14,7 @@ from typing import Any
 
 from .arm.kinematics import ArmModel
 from .core import monitor as core_monitor
+from .core.approval import approve_timeout
 from .core.clock import Clock, FakeClock, SystemClock
 from .core.config import AgentConfig, load_agent_config, read_yaml
 from .core.episode_log import Recorder, register_secret, session_name
@@ -234,7 +235,7 @@ def build_sim_system(
         raise
     executor = SkillExecutor(bus, clock, tools,
                              {"arm": arm, "cameras": cams, "trackers": trackers},
-                             trackers=trackers)
+                             trackers=trackers, approve_timeout_s=approve_timeout(cfg))
     provider = planner or build_planner_provider(cfg, planner_name)
     offline = provider.name in OFFLINE_PLANNERS
     register_run_secrets(cfg, None if offline else provider.name)

@@ -136,6 +136,9 @@ class AgentConfig:
     image_grid: bool = True
     image_overlays: bool = True
     control_period_s: float = field(default=0.02, metadata=_rng(0.001, 1.0))
+    # "skills": every skill goal of the agent waits for the operator's yes (core/approval.py)
+    approve: Literal["", "skills"] = ""
+    approve_timeout_s: float = field(default=60.0, metadata=_rng(0.0, 3600.0, lo_open=True))
     events: EventsConfig = field(default_factory=EventsConfig)
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
 
@@ -170,6 +173,10 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
             except ConfigError as e:
                 errors.append(e)
         raise errors[0]
+    if origin is Literal:
+        if isinstance(value, bool) or value not in get_args(tp):
+            raise ConfigError(path, f"must be {_type_name(tp)}, got {value!r}")
+        return value
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         if not isinstance(value, dict):
             raise ConfigError(path, f"must be a mapping, got {type(value).__name__}")

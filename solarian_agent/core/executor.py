@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from . import event_types as et
 from . import names
+from .approval import SkillApprovals
 from .clock import Clock
 from .errors import SkillFailed
 from .event_record import ABSENT, GenericEvent, TypedEvent
@@ -93,6 +94,7 @@ class SkillExecutor:
         ports: Mapping[str, Any],
         trackers: TrackerPort | None = None,
         node: str = "skills",
+        approve_timeout_s: float | None = None,
     ) -> None:
         self.bus = bus
         self.clock = clock
@@ -137,6 +139,8 @@ class SkillExecutor:
         bus.create_service(names.SKILL_CONCLUDE, names.T_CONCLUDE, self._srv_conclude,
                            node=node)
         self.ticks = 0
+        # approve: skills -- the agent's goals wait for the operator's yes (core/approval.py)
+        self.approvals = SkillApprovals(bus, clock, approve_timeout_s, self._emit, node)
 
     # events ---------------------------------------------------------------------------------
     def _emit(self, ev: TypedEvent) -> None:
@@ -238,6 +242,7 @@ class SkillExecutor:
             waiting = next((p for p in self._pending if p.handle is handle), None)
             if waiting is not None:
                 self._pending.remove(waiting)
+                self.approvals.forget(waiting.goal.action_id)
             else:
                 # running first: _start moves a goal into running before it leaves _starting
                 for ra in self.running.values():
@@ -276,6 +281,13 @@ class SkillExecutor:
         with self._lock:
             pending, self._pending = self._pending, []
             self._starting = list(pending)
+        if self.approvals.enabled:
+            pending, wait, refuse = self.approvals.due(pending, now)
+            with self._lock:
+                self._pending[:0] = wait  # still claiming their resources
+                self._starting = list(pending)
+            for p, why in refuse:
+                p.handle.abort(SkillResult(p.goal.action_id, Outcome.REFUSED, why))
         for p in pending:
             try:
                 self._start(p, now)

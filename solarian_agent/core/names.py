@@ -35,6 +35,7 @@ def skill_action(tool: str) -> str:
 TOOL_CATALOGUE = "skills/catalogue"
 EXECUTOR_GENERATION = "skills/generation"
 EXECUTOR_ADVANCE = "skills/advance_generation"
+SKILL_APPROVE = "skills/approve"  # approve: skills -- the operator's yes or no (core/approval.py)
 TRACKER_SEED = "trackers/seed"
 
 # agent

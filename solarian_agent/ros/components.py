@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import names
+from ..core.approval import approve_timeout
 from ..core.clock import Clock
 from ..core.config import AgentConfig
 from ..core.errors import ConfigError
@@ -117,7 +118,7 @@ def build_skills_core(clock: Clock, cfg: AgentConfig, *, tools: str = "tidy",
     trackers = ColorTrackers(bus, cameras=tuple(cameras), overlay_sink=None)
     executor = SkillExecutor(bus, clock, toolset,
                              {"arm": arm, "cameras": cams, "trackers": trackers, "robot": None},
-                             trackers=trackers)
+                             trackers=trackers, approve_timeout_s=approve_timeout(cfg))
     bus.create_service(names.TRACKER_SEED, graph.T_SEED_TRACKER,
                        functools.partial(seed_tracker, trackers), node="skills")
     try:

@@ -230,6 +230,7 @@ def skills_node(tools: Sequence[str], cameras: Sequence[str]) -> NodeSpec:
         _srv(names.TOOL_CATALOGUE, names.T_TOOL_CATALOGUE),
         _srv(names.EXECUTOR_ADVANCE, names.T_ADVANCE_GENERATION),
         _srv(names.SKILL_CONCLUDE, names.T_CONCLUDE),
+        _srv(names.SKILL_APPROVE, names.T_AGENT_COMMAND),
         _srv(names.TRACKER_SEED, T_SEED_TRACKER),
         _pub(names.SKILL_EVENTS, names.T_AGENT_EVENT, SKILL_EVENTS_QOS),
         _pub(names.EXECUTOR_GENERATION, names.T_GENERATION, LATCHED),
@@ -320,6 +321,7 @@ def _ui_endpoints(cameras: Sequence[str]) -> tuple[Endpoint, ...]:
         _cli(names.AGENT_RESET, names.T_AGENT_COMMAND),
         _cli(names.ESTOP, names.T_TRIGGER),
         _cli(names.ESTOP_RESET, names.T_TRIGGER),
+        _cli(names.SKILL_APPROVE, names.T_AGENT_COMMAND),
         _pub(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, OPERATOR_QOS, bridged=False),
     )
 

@@ -40,11 +40,13 @@ commands: /cancel  stop the run          /reset   stop and forget the conversati
           /events  show / hide event lines (/events all: the harness's internal ones too)
           /estop [reason]  latch the arm's e-stop: it holds, every skill is refused
           /estop-reset     release the e-stop
+          /approve [id]  /refuse [id] [why]  answer a skill waiting for you (approve: skills)
           /help    this text              /quit    leave (Ctrl-D too)
 anything else is sent to the agent."""
 
 COMMANDS = ("/cancel", "/reset", "/pause", "/resume", "/takeover", "/state", "/status",
-            "/events", "/estop", "/estop-reset", "/help", "/quit", "/exit", "/q")
+            "/events", "/estop", "/estop-reset", "/approve", "/refuse", "/help", "/quit",
+            "/exit", "/q")
 RESUME_TEXT = "resume"
 ENDED = ("succeeded", "failed", "cancelled", "budget_exhausted")
 ALWAYS_SHOWN = ("planner_silent", "planner_model_ok")
@@ -172,7 +174,8 @@ class ChatSession:
                    "/events": self._events, "/estop": self._estop,
                    "/estop-reset": self._estop_reset, "/pause": self._pause,
                    "/takeover": self._takeover, "/resume": self._resume,
-                   "/cancel": self._cancel, "/reset": self._reset}.get(word, self._message)
+                   "/cancel": self._cancel, "/reset": self._reset,
+                   "/approve": self._approve, "/refuse": self._refuse}.get(word, self._message)
         handler(text if handler == self._message else rest)
         return True
 
@@ -195,6 +198,14 @@ class ChatSession:
     def _estop(self, note: str) -> None:
         reason = "operator e-stop from the chat" + (f": {note[:200]}" if note else "")
         self._estop_reply("/estop", self._link_call("estop", reason))
+
+    def _approve(self, rest: str) -> None:
+        self._estop_reply("/approve", self._link_call("approve", f"approve {rest}".strip(),
+                                                      "operator (chat)"))
+
+    def _refuse(self, rest: str) -> None:
+        self._estop_reply("/refuse", self._link_call("approve", f"refuse {rest}".strip(),
+                                                     "operator (chat)"))
 
     def _estop_reset(self, _rest: str) -> None:
         self._estop_reply("/estop-reset", self._link_call("estop_reset"))

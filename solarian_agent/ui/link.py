@@ -253,6 +253,10 @@ class BusLink:
         return img if isinstance(img, Image) else None
 
     # commands ----------------------------------------------------------------------------
+    def approve(self, text: str, by: str = "operator") -> Reply:
+        """approve: skills -- ``approve [action_id]`` / ``refuse [action_id] [why]``."""
+        return self._call(names.SKILL_APPROVE, {"text": text, "by": by})
+
     def _call(self, service: str, request: Mapping[str, Any]) -> Reply:
         try:
             r = self.bus.call(service, dict(request), timeout_s=self.service_timeout_s)

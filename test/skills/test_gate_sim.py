@@ -21,6 +21,7 @@ from solarian_agent.testing.harness import record_events
 def sim():
     s = build_sim_system(seed=7, with_monitor=False)
     s.events = record_events(s.bus, depth=2000)
+    s.agent_events = record_events(s.bus, names.AGENT_EVENTS, depth=2000)
     s.op_events = []
     s.bus.subscribe(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, s.op_events.append)
     s.applied = []  # (time, source, target) of every command that reached the simulated arm
@@ -74,6 +75,10 @@ def test_operator_teleop_takes_the_arm_from_a_running_skill(sim):
     assert after and set(after) == {"operator"}
     assert sim.sim.gate.log.totals.get("refused agent held", 0) >= 1
     assert sim.sim.gate.log.totals["preempted agent preempted"] == 1
+    # the planner is told (the operator event, with its reason)
+    told = [e.data for e in sim.agent_events if e.kind == "operator_takeover"]
+    assert told and told[-1]["action"] == "arm_taken"
+    assert "the operator took the arm from the agent" in str(told[-1]["detail"])
     # the holder is in agent/state, as the planner publishes it
     sim.planner.state.publish()
     st = sim.bus.subscribe(names.AGENT_STATE, names.T_AGENT_STATE).latest()

@@ -34,7 +34,8 @@ STATIC_FILES = {"index.html": "text/html; charset=utf-8",
                 "panel.css": "text/css; charset=utf-8"}
 BUTTONS = ("cancel", "reset", "pause", "resume", "takeover", "estop", "estop_reset", "lock",
            "unlock")
-SLASH_COMMANDS = "/cancel /reset /pause /resume /takeover /estop /estop-reset"
+SLASH_COMMANDS = ("/cancel /reset /pause /resume /takeover /estop /estop-reset /approve "
+                  "/refuse")
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -172,6 +173,12 @@ class PanelCommands:
             return await self.operator("takeover", token, rest)
         if word == "/resume":
             return await self.message(RESUME_TEXT, "resume")
+        if word in ("/approve", "/refuse"):  # approve: skills -- the lock holder answers
+            answer = f"{word[1:]} {rest}".strip()
+            approve = getattr(self.link, "approve", None)
+            if approve is None:
+                return reply({"ok": False, "reason": "this link cannot answer approvals"})
+            return reply(await self.run(lambda: approve(answer, "operator (panel)")))
         if word.startswith("/") and len(word) > 1:
             return reply({"ok": False, "reason": f"unknown command {word[:40]}; commands: "
                           f"{SLASH_COMMANDS}"})

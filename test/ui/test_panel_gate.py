@@ -40,3 +40,37 @@ def test_the_panel_shows_the_holder_and_the_last_refusals():
     hub._tick()
     assert not [m for m in hub.take(c) if json.loads(m)["type"] == "gate"]
     link.close()
+
+
+def test_the_lock_holder_answers_a_waiting_skill_from_the_panel():
+    from ui_helpers import SSE, post
+
+    from solarian_agent.core.clock import SystemClock
+    from solarian_agent.ui.panel import serve_panel
+
+    bus = Bus()
+    asked: list[dict] = []
+
+    def approve(req):
+        asked.append(dict(req))
+        return {"ok": True, "reason": "approved a7 (move_to_pose)"}
+
+    bus.create_service(names.SKILL_APPROVE, names.T_AGENT_COMMAND, approve)
+    panel = serve_panel(bus, SystemClock(), "127.0.0.1", 0)
+    page = None
+    try:
+        page = SSE(panel.url)
+        assert post(panel.url, "api/message", {"token": page.token, "text": "/approve a7"}
+                    )[0] == 403  # the control lock first
+        assert post(panel.url, "api/lock", {"token": page.token})[0] == 200
+        code, r = post(panel.url, "api/message", {"token": page.token, "text": "/approve a7"})
+        assert code == 200 and r["ok"] and "approved a7" in r["reason"]
+        code, r = post(panel.url, "api/message", {"token": page.token,
+                                                  "text": "/refuse too close to the edge"})
+        assert code == 200
+        assert asked == [{"text": "approve a7", "by": "operator (panel)"},
+                         {"text": "refuse too close to the edge", "by": "operator (panel)"}]
+    finally:
+        if page is not None:
+            page.close()
+        panel.stop()

@@ -160,3 +160,23 @@ def test_playback_honours_time_from_start():
     assert p.target(12.0)["a"] == pytest.approx(0.0)
     assert not p.done(12.9) and p.done(13.0)
     assert p.target(20.0)["a"] == pytest.approx(-0.5)
+
+
+def test_only_the_operators_front_ends_may_reset_the_estop_or_answer_approvals():
+    """The e-stop is released only by the operator: of every node of the graph, only the
+    operator's front ends (panel, chat) call estop_reset (or skills/approve); the planner,
+    the skills, the monitor and the drivers have no client for them."""
+    import inspect
+
+    from solarian_agent.core import names
+    from solarian_agent.rosmsg import graph
+
+    callers = {}
+    for exe, build in graph.SPEC_BUILDERS.items():
+        params = inspect.signature(build).parameters
+        spec = build(*([()] * len([p for p in params.values()
+                                   if p.default is inspect.Parameter.empty])))
+        for e in spec.of("client"):
+            callers.setdefault(e.name, set()).add(exe)
+    assert callers[names.ESTOP_RESET] == {"chat", "panel"}
+    assert callers[names.SKILL_APPROVE] == {"chat", "panel"}

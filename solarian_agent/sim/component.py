@@ -16,6 +16,11 @@ Commands pass the shared safety layer (``solarian_agent.arm.safety``): unknown j
 non-finite values are refused (counted in ``commands_rejected``), and every tick the arm moves
 to ``clamp_target(...)`` — inside the joint limits and no faster than the velocity limits.
 
+Before that, the command gate (``solarian_agent.arm.gate_io``, as on the real arm): one source
+holds the arm (operator > external > agent > policy); ``arm_controller/joint_trajectory`` and
+``estop/request`` come in through it, ``arm/gate`` and ``diagnostics`` (the gate's refusal
+counts) go out.
+
 Scheduling uses the world's simulated time, stamps use the clock: a runtime that advances a
 ``FakeClock`` by ``dt`` per step gets both in lockstep.
 """

@@ -48,7 +48,8 @@ class GateIO:
                  limits: Callable[[], ArmLimits | None],
                  guard: Callable[[], WorkspaceGuard | None],
                  estop: Callable[[str], None], operator_pub: Any,
-                 blocked: Callable[[], str] = lambda: "") -> None:
+                 blocked: Callable[[], str] = lambda: "",
+                 hold: Callable[[str], None] = lambda _reason: None) -> None:
         self.clock = clock
         self.gate = gate
         self._apply = apply
@@ -60,6 +61,9 @@ class GateIO:
         # why the driver takes no command now ("" when it does): a latched e-stop, an inactive
         # arm; such a command is refused before it may take the arm
         self._blocked = blocked
+        # a takeover drops the old holder's target (the arm holds where it is) before the new
+        # holder's command: the skill's last target must not keep steering the arm
+        self._hold = hold
         self._lock = threading.Lock()
         self._incoming: Trajectory | None = None
         self.player: TrajectoryPlayer | None = None
@@ -90,6 +94,7 @@ class GateIO:
             with self._lock:
                 self.player = None
         reason = f"the {adm.source} took the arm from the {adm.taken_from}"
+        self._hold(reason)
         log.warning("arm gate: %s", reason)
         self._op.publish(OperatorEvent("arm_taken", {"by": adm.source, "from": adm.taken_from,
                                                      "reason": reason}, now))

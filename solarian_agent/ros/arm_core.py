@@ -71,7 +71,7 @@ class ArmCore:
         self.gate_io = GateIO(bus, clock, self.gate, node=node, apply=self._apply,
                               aimed=self._aimed, limits=self._limits, guard=self._guard,
                               estop=self._estop_requested, operator_pub=self._op,
-                              blocked=self._blocked)
+                              blocked=self._blocked, hold=self._hold_for_takeover)
         bus.create_service(names.ESTOP, names.T_TRIGGER, self._srv_estop, node)
         bus.create_service(names.ESTOP_RESET, names.T_TRIGGER, self._srv_reset, node)
         bus.create_service(graph.SET_TORQUE, graph.T_SET_BOOL, self._srv_torque, node)
@@ -205,6 +205,10 @@ class ArmCore:
         if ctl is None or not self.active:
             raise RuntimeError("the arm is not active")
         ctl.command(target, source=source, max_velocity=max_velocity)
+
+    def _hold_for_takeover(self, reason: str) -> None:
+        if self.controller is not None:
+            self.controller.hold(reason)
 
     def _blocked(self) -> str:
         ctl = self.controller

@@ -176,7 +176,8 @@ class SimWorldComponent:
                               guard=lambda: self.guard, estop=self.estop,
                               operator_pub=self._pub_operator,
                               blocked=lambda: (f"e-stop latched ({self.latch.reason})"
-                                               if self.latch.tripped else ""))
+                                               if self.latch.tripped else ""),
+                              hold=self._hold_for_takeover)
         self._pub_diag = bus.publisher(names.DIAGNOSTICS, names.T_DIAGNOSTICS, QoS(depth=10),
                                        node)
         self._next_diag = -math.inf
@@ -230,6 +231,10 @@ class SimWorldComponent:
                 raise EStopLatchedError(self.latch.reason)
             self._goal.update(goal)
             self._goal_velocity = mv
+
+    def _hold_for_takeover(self, _reason: str) -> None:
+        with self._lock:
+            self._goal = {}  # the old holder's target is dropped: the arm holds where it is
 
     def _aimed(self) -> dict[str, float]:
         with self._lock:

@@ -67,6 +67,13 @@ def test_operator_teleop_takes_the_arm_from_a_running_skill(sim):
     # the skill's decision from before is refused by the generation fence
     stale = sim.bus.send_goal("skills/home", SkillGoal("home", {}, h.goal.generation, "g2"))
     assert stale.result.outcome == "refused"
+    # the skill's last target no longer steers the arm: only the operator's jog moves it
+    q_after = sim.world.joint_positions()
+    sim.runtime.run_for(1.0)
+    q_later = sim.world.joint_positions()
+    for j in ("shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"):
+        assert abs(q_later[j] - q_after[j]) < 0.01, (j, q_after[j], q_later[j])
+    assert q_later["shoulder_pan"] == pytest.approx(q["shoulder_pan"] + 0.05, abs=0.01)
     # a skill command while the operator holds the arm is refused by name; none reached it
     sim.arm.command({"shoulder_lift": 0.2})
     sim.runtime.run_for(0.5)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
-from solarian_agent.arm.gate import CommandGate
+import pytest
+
+from solarian_agent.arm.gate import ArmHeldError, CommandGate
 from solarian_agent.core import names
 from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.transport import LATCHED, Bus
@@ -73,4 +75,34 @@ def test_the_lock_holder_answers_a_waiting_skill_from_the_panel():
     finally:
         if page is not None:
             page.close()
+        panel.stop()
+
+
+@pytest.mark.browser
+def test_the_page_shows_the_holder_and_the_refusals(browser):
+    """In Chromium: the header names the holder, the list shows the newest refusal first."""
+    from selenium.webdriver.common.by import By
+    from ui_helpers import wait_for
+
+    from solarian_agent.core.clock import SystemClock
+    from solarian_agent.ui.panel import serve_panel
+
+    bus = Bus()
+    gate = CommandGate()
+    pub = bus.publisher(names.ARM_GATE, names.T_STRING, LATCHED)
+    panel = serve_panel(bus, SystemClock(), "127.0.0.1", 0)
+    try:
+        browser.get(panel.url)
+        holder = browser.find_element(By.ID, "arm-holder")
+        wait_for(lambda: holder.text == "arm: free", 10, "the free arm")
+        gate.admit("agent", 0.0)
+        gate.admit("operator", 0.1)
+        with pytest.raises(ArmHeldError):
+            gate.admit("agent", 0.2)
+        pub.publish(gate.status(0.3))
+        wait_for(lambda: holder.text == "arm: operator", 10, "the operator holding the arm")
+        items = browser.find_elements(By.CSS_SELECTOR, "#refusals li[data-kind]")
+        assert [i.get_attribute("data-kind") for i in items] == ["refused", "preempted"]
+        assert "held by operator" in items[0].text
+    finally:
         panel.stop()

@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 
 from solarian_agent.core.errors import ConfigError
+from solarian_agent.paths import find_share_file
 
 
 class Source(StrEnum):
@@ -142,6 +143,13 @@ class GateConfig:
         with open(path, encoding="utf-8") as f:
             doc = yaml.safe_load(f) or {}
         return cls.from_mapping(doc.get("gate"), f"{path}: gate")
+
+    @classmethod
+    def shipped(cls) -> GateConfig:
+        """``gate:`` of the shipped config/arm_so101.yaml (the simulators' gate, as the real
+        arm's); the defaults when the file is not found."""
+        path = find_share_file("config", "arm_so101.yaml")
+        return cls() if path is None else cls.from_yaml(path)
 
 
 @dataclass(frozen=True)

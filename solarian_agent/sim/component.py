@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from solarian_agent.arm.gate import CommandGate
+from solarian_agent.arm.gate import CommandGate, GateConfig
 from solarian_agent.arm.gate_io import GateIO
 from solarian_agent.arm.safety import (
     ArmLimits,
@@ -170,7 +170,7 @@ class SimWorldComponent:
                                            QoS(depth=10), node)
         # the command gate, as on the real arm: one source holds the arm; external
         # trajectories and e-stop requests with a reason come in through it too
-        self.gate = gate or CommandGate()
+        self.gate = gate or CommandGate(GateConfig.shipped())
         self.gate_io = GateIO(bus, clock, self.gate, node=node, apply=self._apply,
                               aimed=self._aimed, limits=lambda: self.limits,
                               guard=lambda: self.guard, estop=self.estop,

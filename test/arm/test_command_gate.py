@@ -121,6 +121,7 @@ def test_the_shipped_config_has_the_issue_order():
     cfg = GateConfig.from_yaml(share_dir() / "config" / "arm_so101.yaml")
     assert cfg.priority == ("operator", "external", "agent", "policy")
     assert cfg.lease("operator") > cfg.lease("agent") > 0
+    assert GateConfig.shipped() == cfg  # what the simulators use
 
 
 LIMITS = ArmLimits((JointLimit("a", -1.0, 1.0, 2.0), JointLimit("b", -0.5, 0.5, 2.0)), 0.1)

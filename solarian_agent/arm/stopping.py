@@ -84,6 +84,16 @@ class SmoothStop:
         return dict(self._q)
 
 
+def stop_start(goal: Mapping[str, float], jaw: str, jaw_command: float | None,
+               velocities: Mapping[str, float]) -> tuple[dict[str, float], dict[str, float]]:
+    """Where a controller's stop starts: the arm joints from the goal the servos chase, at the
+    speeds they move; the jaw at its last command, at rest (it keeps squeezing)."""
+    start = dict(goal)
+    if jaw_command is not None and jaw in start:
+        start[jaw] = float(jaw_command)
+    return start, {n: (0.0 if n == jaw else float(velocities.get(n, 0.0))) for n in start}
+
+
 class QuietStop:
     """The command-timeout half and the stop half together, for a driver's loop: :meth:`fed`
     on every accepted command; :meth:`step` every control step returns ``None`` while the
@@ -131,4 +141,4 @@ class QuietStop:
 
 __all__ = ["DEFAULT_COMMAND_TIMEOUT_S", "DEFAULT_STOP_DECEL", "KEEP_ALIVE_S", "QuietStop",
            "SmoothStop",
-           "stop_step", "stopping_distance"]
+           "stop_start", "stop_step", "stopping_distance"]

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from ..arm.stopping import DEFAULT_COMMAND_TIMEOUT_S
 from ..core import names
 from ..core.clock import Clock
 from ..core.messages import JointCommand, OperatorEvent
@@ -33,7 +34,7 @@ class ArmCore:
 
     def __init__(self, bus: Bus, clock: Clock, *, arm_config: str = "",
                  port: str = "", simulated_bus: bool = False,
-                 command_timeout_s: float = 0.5, estop_action: str = "hold",
+                 command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S, estop_action: str = "hold",
                  diagnostics_period_s: float = 1.0, node: str = "arm") -> None:
         self.bus = bus
         self.clock = clock

@@ -136,6 +136,10 @@ class AgentConfig:
     image_grid: bool = True
     image_overlays: bool = True
     control_period_s: float = field(default=0.02, metadata=_rng(0.001, 1.0))
+    # a node silent this long is lost (core/liveness.py: at most 2 s); a lost skills node
+    # ends the run after node_wait_s
+    node_lost_after_s: float = field(default=1.5, metadata=_rng(0.0, 2.0, lo_open=True))
+    node_wait_s: float = field(default=60.0, metadata=_rng(0.0, 3600.0, lo_open=True))
     events: EventsConfig = field(default_factory=EventsConfig)
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
 

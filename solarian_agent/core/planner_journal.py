@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from . import event_types as et
@@ -66,6 +67,8 @@ class StatePublisher:
         self._run = run
         self._book = book
         self._transcript = transcript
+        # each watched node's state (core/liveness.py), set where the watch is made
+        self.nodes: Callable[[], tuple[dict[str, Any], ...]] = tuple
 
     def publish(self) -> None:
         now = self._clock.now()
@@ -76,7 +79,7 @@ class StatePublisher:
             actions=tuple({"action_id": a.action_id, "tool": a.tool, "params": a.params,
                            "elapsed_s": round(now - a.started_at, 2)}
                           for a in self._book.running.values()),
-            conversation=tuple(self._transcript.recent(50)), stamp=now))
+            conversation=tuple(self._transcript.recent(50)), stamp=now, nodes=self.nodes()))
 
 
 class Inbox:

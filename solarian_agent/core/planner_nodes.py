@@ -8,7 +8,8 @@ Rules:
   retry when it is back, or end the run honestly);
 * **monitor lost**: the running actions that only the monitor (or their time limit) ends
   (``ends_by_itself`` false: policy skills) are stopped with the reason; the run is told;
-* **a node back**: the run is told and the planner woken: it continues or retries at once,
+* **a node back**: (the skills node restarted: a generation claimed from its new executor)
+  the run is told and the planner woken: it continues or retries at once,
   never waiting for a result that will not come, and operator messages queued meanwhile are
   delivered with that call;
 * **skills lost, the model told**: no further model call until it is back (every tool needs
@@ -79,6 +80,10 @@ class NodeReactions:
                 self._on_lost(ch)
             else:
                 self._lost_since.pop(ch.node, None)
+                if ch.node == SKILLS and ch.restarted:
+                    # a new executor counts its generations from the start again: claim one
+                    # from it, or every goal would be refused as ahead of it
+                    self._runs.advance_generation("the skills node restarted", "agent")
                 self._tell(ch.describe() + " Continue the task: retry what it lost if needed.")
         if changes:
             self._state.publish()

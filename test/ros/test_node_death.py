@@ -5,7 +5,12 @@ killed with SIGKILL at the first motion of the first pick, and
 * the simulated arm is still within 200 ms (its commands went quiet: arm/stopping.py);
 * the planner is told within 2 s (``agent/state`` shows the skills node lost; the pick ended
   as lost with the reason);
-* a restarted skills node is seen back and the run recovers: the table is tidied."""
+* a restarted skills node is seen back and the run recovers: the table is tidied.
+
+The planner killed while nothing runs (a pick that ended fast: the skills side saw no skill
+to stop): the restarted planner's run claims a new generation, so the dead planner's goal,
+late on the wire, is refused.  The monitor killed while a policy pick runs (which only the
+monitor or its time limit ends): the planner stops it within 2 s, saying why."""
 
 from __future__ import annotations
 
@@ -28,9 +33,10 @@ ARGS = {"planner_provider": "rules", "seed": "1", "namespace": NS}
 
 
 @pytest.fixture
-def graph(real_ros, tmp_path):
+def graph(real_ros, tmp_path, request):
+    args = {**ARGS, **getattr(request, "param", {})}
     g = NodeProcesses(tmp_path, namespace=NS)
-    g.start_plan(launch_plan.sim_plan(ARGS, share_dir()))
+    g.start_plan(launch_plan.sim_plan(args, share_dir()))
     probe = Probe(g.domain)
     try:
         nodes = [f"/{NS}/{n}" for n in ("sim_world", "skills", "monitor", "planner")]
@@ -108,3 +114,72 @@ def test_killing_the_skills_node_mid_pick_stops_the_arm_tells_the_planner_and_re
     assert states[-1].status == "succeeded", (
         states[-1].status, [(m.role, m.text) for m in states[-1].conversation[-4:]],
         g.outputs(3000, only=[f"{NS}/planner"]))
+
+
+def _generation(p) -> int:
+    got = p.messages("solarian_agent/msg/Generation", f"{NS}/skills/generation", "latched",
+                     timeout_s=30.0)
+    assert got, "no latched skills/generation"
+    return int(got[-1].value)
+
+
+def _restart(g, name: str, executable: str) -> None:
+    plan = {x.name: x for x in launch_plan.sim_plan(ARGS, share_dir())}
+    g.start(executable, name, plan[name].parameters, plan[name].remappings)
+
+
+def test_a_dead_planners_late_goal_is_refused_after_a_restart_whatever_ran(graph):
+    g, p = graph
+    dead_gen = _generation(p)
+    planner = g.procs[f"{NS}/planner"]
+    planner.signal(signal.SIGKILL)  # idle: no skill runs, so the skills side advances nothing
+    assert planner.wait(10.0) == -signal.SIGKILL
+    time.sleep(2.5)  # past the skills node's planner timeout: nothing was running to stop
+    assert _generation(p) == dead_gen
+    _restart(g, "planner", "planner_node")
+    assert g.procs[f"{NS}/planner"].wait_for_output("planner running", 90.0), g.outputs()
+    events = p.listen("solarian_agent/msg/AgentEvent", f"{NS}/skills/events")
+    r = p.call("solarian_agent/srv/AgentCommand", f"{NS}/agent/message", text=TASK, by="test",
+               timeout_s=60.0)
+    assert r.ok, r.reason
+    assert wait_until(lambda: [e for e in events if e.kind == "skill_started"], 120.0, 0.05)
+    started = json.loads(next(e for e in events if e.kind == "skill_started").data_json)
+    assert started["generation"] > dead_gen, started
+    client = p.action_client(f"{NS}/skills/home")
+    late = p.send_goal(client, p.goal("home", "{}", dead_gen, "late-from-the-dead"))
+    res = p.result(late, 30.0)
+    print(f"FIGURES planner restarted: generation {dead_gen} -> {started['generation']}; "
+          f"late goal: {res.result.outcome}: {res.result.reason}")
+    assert res.result.outcome == "refused" and "stale generation" in res.result.reason, res
+
+
+@pytest.mark.parametrize("graph", [{"pick": "policy"}], indirect=True)
+def test_killing_the_monitor_stops_a_policy_pick_within_2_s(graph):
+    g, p = graph
+    events = p.listen("solarian_agent/msg/AgentEvent", f"{NS}/skills/events")
+    r = p.call("solarian_agent/srv/AgentCommand", f"{NS}/agent/message", text=TASK, by="test",
+               timeout_s=60.0)
+    assert r.ok, r.reason
+
+    def picks():
+        return [json.loads(e.data_json) for e in events if e.kind == "skill_started"
+                and json.loads(e.data_json).get("skill") == "pick_object"]
+
+    assert wait_until(picks, 120.0, 0.02), g.outputs()
+    aid = picks()[0]["action_id"]
+    monitor = g.procs[f"{NS}/monitor"]
+    killed = time.time()
+    monitor.signal(signal.SIGKILL)
+    assert monitor.wait(10.0) == -signal.SIGKILL
+
+    def ended():
+        return [(e, json.loads(e.data_json)) for e in events if e.kind == "skill_ended"
+                and json.loads(e.data_json).get("action_id") == aid]
+
+    assert wait_until(ended, 20.0, 0.02), g.outputs()
+    ev, end = ended()[0]
+    after = time.time() - killed
+    print(f"FIGURES monitor killed: policy pick {end['outcome']} "
+          f"{after:.2f} s later: {end['reason']}")
+    assert end["outcome"] == "stopped" and "monitor node is gone" in end["reason"], end
+    assert after <= 2.5, after  # told within 2 s, the stop at the skills' next tick

@@ -139,8 +139,11 @@ def test_a_dead_planners_late_goal_is_refused_after_a_restart_whatever_ran(graph
     _restart(g, "planner", "planner_node")
     assert g.procs[f"{NS}/planner"].wait_for_output("planner running", 90.0), g.outputs()
     events = p.listen("solarian_agent/msg/AgentEvent", f"{NS}/skills/events")
-    r = p.call("solarian_agent/srv/AgentCommand", f"{NS}/agent/message", text=TASK, by="test",
-               timeout_s=60.0)
+    try:
+        r = p.call("solarian_agent/srv/AgentCommand", f"{NS}/agent/message", text=TASK,
+                   by="test", timeout_s=60.0)
+    except AssertionError as e:
+        pytest.fail(f"{e}\n{g.outputs(4000, only=[f'{NS}/planner', f'{NS}/skills'])}")
     assert r.ok, r.reason
     assert wait_until(lambda: [e for e in events if e.kind == "skill_started"], 120.0, 0.05)
     started = json.loads(next(e for e in events if e.kind == "skill_started").data_json)

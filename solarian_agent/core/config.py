@@ -139,6 +139,10 @@ class AgentConfig:
     # "skills": every skill goal of the agent waits for the operator's yes (core/approval.py)
     approve: Literal["", "skills"] = ""
     approve_timeout_s: float = field(default=60.0, metadata=_rng(0.0, 3600.0, lo_open=True))
+    # a node silent this long is lost (core/liveness.py: at most 2 s); a lost skills node
+    # ends the run after node_wait_s
+    node_lost_after_s: float = field(default=1.5, metadata=_rng(0.0, 2.0, lo_open=True))
+    node_wait_s: float = field(default=60.0, metadata=_rng(0.0, 3600.0, lo_open=True))
     events: EventsConfig = field(default_factory=EventsConfig)
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
 

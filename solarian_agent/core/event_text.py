@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from . import event_types as et
 from .event_record import GenericEvent, TypedEvent, parse
+from .liveness import NodeChange, NodeChanged, NodeState
 
 
 def compact(obj: Any, limit: int = 160) -> str:
@@ -295,6 +296,11 @@ def _conversation_reset(e: et.ConversationReset) -> str:
 @_line(et.HarnessError)
 def _harness_error(e: et.HarnessError) -> str:
     return f"harness error: {e.error}"
+
+
+@_line(NodeChanged)
+def _node_changed(e: NodeChanged) -> str:
+    return NodeChange(e.node, NodeState(e.state), e.silent_s, e.restarted).describe()
 
 
 @_line(et.PlannerModelRetry)

@@ -44,6 +44,7 @@ AGENT_EVENTS = "agent/events"
 AGENT_VIEW = "agent/view"
 AGENT_MARKERS = "agent/markers"
 AGENT_HEARTBEAT = "agent/heartbeat"
+NODES_HEARTBEAT = "nodes/heartbeat"  # every node of a multi-process graph (core/liveness.py)
 AGENT_MESSAGE = "agent/message"
 AGENT_CANCEL = "agent/cancel"
 AGENT_RESET = "agent/reset"

@@ -60,6 +60,7 @@ from .config import AgentConfig
 from .episode_log import EpisodeLog, Recorder
 from .event_record import parse
 from .events import EventQueue
+from .liveness import NodeWatch
 from .messages import JointState
 from .model_api import Message, ModelProvider, ToolDef
 from .model_caller import InlineCaller, ModelCaller, ThreadCaller
@@ -68,6 +69,7 @@ from .planner_calls import ToolCalls
 from .planner_events import EventHandlers
 from .planner_goals import GoalSender
 from .planner_journal import Inbox, Journal, StatePublisher
+from .planner_nodes import NodeReactions
 from .planner_routing import EventRouting
 from .planner_runs import RunControl
 from .planner_side import SideAnswers
@@ -234,6 +236,12 @@ class Planner:
         if scene_observer is not None and not bus.has_service(names.OBSERVE_SCENE):
             bus.create_service(names.OBSERVE_SCENE, names.T_OBSERVE_SCENE,
                                calls.srv_observe_scene, node=node)
+        # the graph's nodes, from their beats (none in one process: nothing changes)
+        watch = NodeWatch(bus, clock, config.node_lost_after_s, node=node)
+        self.state.nodes = watch.statuses
+        self.nodes = NodeReactions(clock, watch, self.run, self.book, goals, self.catalogue,
+                                   self.wakes, self.journal, self.runs, self.state,
+                                   config.node_wait_s)
         self.state.publish()  # a late viewer sees the idle planner
 
     # the run as callers read it ------------------------------------------------------------
@@ -349,6 +357,7 @@ class Planner:
     def _tick(self) -> None:
         now = self.clock.now()
         queue = self.inbox.queue
+        self.nodes.tick()
         for ev in queue.drain():
             self.routing.route(ev)
         self.routing.poll_side(now)
@@ -369,7 +378,10 @@ class Planner:
         # actions to end, so it sees their ends instead of being woken again for them
         if self.book.waiting_for_stop(now, STOP_WAIT_S) or self.cycle.held_back(now):
             return
+        if self.nodes.hold_call():
+            return
         self.wakes.urgent = False
+        self.nodes.call_started()
         self.cycle.start_model_call()
 
     def publish_state(self) -> None:

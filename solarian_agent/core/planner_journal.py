@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from . import event_types as et
@@ -67,6 +68,8 @@ class StatePublisher:
         self._run = run
         self._book = book
         self._transcript = transcript
+        # each watched node's state (core/liveness.py), set where the watch is made
+        self.nodes: Callable[[], tuple[dict[str, Any], ...]] = tuple
 
     def publish(self) -> None:
         now = self._clock.now()
@@ -78,7 +81,7 @@ class StatePublisher:
                            "elapsed_s": round(now - a.started_at, 2)}
                           for a in self._book.running.values()),
             conversation=tuple(self._transcript.recent(50)), stamp=now,
-            arm_holder=self.arm_holder()))
+            arm_holder=self.arm_holder(), nodes=self.nodes()))
 
     def arm_holder(self) -> str:
         """The source holding the arm, as the driver's ``arm/gate`` last said ("" if none)."""

@@ -65,6 +65,7 @@ class RunControl:
         self._refusals = refusals
         self._retries = retries
         self._on_idle = on_idle
+        self._claimed = False  # this planner's own generation claimed from the executor
 
     def handle_message(self, ev: Event, wake: bool = True) -> None:
         text = ev.content
@@ -124,15 +125,18 @@ class RunControl:
             self._wakes.settle()
             self._state.publish()
 
-    def advance_generation(self, reason: str, by: str) -> None:
+    def advance_generation(self, reason: str, by: str) -> bool:
+        """Whether the executor answered with its new generation."""
         try:
             gen = self._bus.call(names.EXECUTOR_ADVANCE, {"reason": reason, "by": by},
                                  timeout_s=2.0)
             self._run.generation = int(gen)
+            return True
         except Exception as e:
             # the executor is unreachable: we still never send with the old generation
             self._run.generation += 1
             self._journal.event(et.HarnessError(error=f"could not advance generation: {e}"))
+            return False
 
     def adopt_generation(self) -> None:
         g = self._generations.latest()
@@ -141,6 +145,12 @@ class RunControl:
 
     def start_run(self, task: str) -> None:
         self.adopt_generation()
+        if not self._claimed:
+            # a planner's first run claims a generation of its own from the executor, above
+            # anything it has seen: goals a dead planner had in flight (a restart, whatever
+            # the timing) carry an older one and are refused
+            self._claimed = self.advance_generation(
+                "a new planner started: goals sent before are refused", "agent")
         # the agent's cameras come with every turn until the planner unwatch()es them
         self._views.watched = list(self._cameras)
         run = self._run

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..arm.gate import CommandGate, GateConfig
 from ..arm.gate_io import GateIO
+from ..arm.stopping import DEFAULT_COMMAND_TIMEOUT_S
 from ..core import names
 from ..core.clock import Clock
 from ..core.messages import JointCommand, OperatorEvent
@@ -35,7 +36,7 @@ class ArmCore:
 
     def __init__(self, bus: Bus, clock: Clock, *, arm_config: str = "",
                  port: str = "", simulated_bus: bool = False,
-                 command_timeout_s: float = 0.5, estop_action: str = "hold",
+                 command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S, estop_action: str = "hold",
                  diagnostics_period_s: float = 1.0, node: str = "arm") -> None:
         self.bus = bus
         self.clock = clock

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import rclpy
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 
+from ..arm.stopping import DEFAULT_COMMAND_TIMEOUT_S
 from ..core.errors import ConfigError
 from . import common, components
 from .bridge import Bridge
@@ -41,7 +42,8 @@ class ArmNode(LifecycleNode):  # type: ignore[misc]
             port=str(common.declare(self, "port", "", "serial port ('' = the YAML's)")),
             simulated_bus=bool(common.declare(self, "simulated_bus", False,
                                               "simulated servos on a pseudo-terminal")),
-            command_timeout_s=float(common.declare(self, "command_timeout_s", 0.5)),
+            command_timeout_s=float(common.declare(self, "command_timeout_s",
+                                                          DEFAULT_COMMAND_TIMEOUT_S)),
             estop_action=str(common.declare(self, "estop_action", "hold", "hold | torque_off")))
         self.node_core = nc
         self.core_ = nc.parts["arm"]

@@ -10,6 +10,7 @@ the same arguments.
 
 from __future__ import annotations
 
+import math
 import shutil
 import time
 from collections.abc import Mapping, Sequence
@@ -41,6 +42,9 @@ class Planned:
     arguments: list[str] = field(default_factory=list)
     remappings: list[tuple[str, str]] = field(default_factory=list)
     cmd: list[str] = field(default_factory=list)
+    # restarted after respawn_delay_s when it dies (respawn:=true): the planner sees it back
+    respawn: bool = False
+    respawn_delay_s: float = 2.0
 
 
 COMMON_ARGS = (
@@ -65,7 +69,11 @@ COMMON_ARGS = (
     Arg("panel_port", "8765", "the panel's TCP port"),
 )
 
+RESPAWN_HELP = "restart a node of the package that dies (true | false)"
+RESPAWN_DELAY = Arg("respawn_delay", "2.0", "seconds before a dead node is restarted")
+
 SIM_ARGS = COMMON_ARGS + (
+    Arg("respawn", "false", RESPAWN_HELP), RESPAWN_DELAY,
     Arg("sim", "2d", "simulator backend: 2d (the tabletop world) | mujoco (3D physics)"),
     Arg("seed", "0", "the simulator's first layout seed"),
     Arg("grasp_fail_p", "0.0", "probability a grasp fails (injected fault)"),
@@ -73,6 +81,7 @@ SIM_ARGS = COMMON_ARGS + (
 )
 
 ROBOT_ARGS = COMMON_ARGS + (
+    Arg("respawn", "true", RESPAWN_HELP), RESPAWN_DELAY,
     Arg("cameras", "overhead=0,wrist=2", "camera name=source pairs (device index, /dev/video* "
                                         "path or a video file)"),
     Arg("arm_config", "", "arm YAML (default: share/solarian_agent/config/arm_so101.yaml)"),
@@ -241,7 +250,21 @@ def sim_plan(args: Mapping[str, str], share: Path) -> list[Planned]:
                                  "grasp_fail_p": float(args.get("grasp_fail_p", "0") or 0),
                                  "slip_p": float(args.get("slip_p", "0") or 0)})]
     nodes += _agent_nodes(args, share, sim)
-    return nodes + _viewers(args, share, graph.DEFAULT_SIM_CAMERAS, sim=True)
+    return _respawn(nodes, args, False) + _viewers(args, share, graph.DEFAULT_SIM_CAMERAS,
+                                                   sim=True)
+
+
+def _respawn(nodes: list[Planned], args: Mapping[str, str], default: bool) -> list[Planned]:
+    """respawn:= / respawn_delay:= on every node of the package (on by default for the robot:
+    a node that dies comes back, the planner sees it back and the run goes on)."""
+    on = _true(args.get("respawn", "true" if default else "false") or default)
+    delay = float(args.get("respawn_delay", "2.0") or 2.0)
+    if not (math.isfinite(delay) and delay >= 0):
+        raise ValueError(f"respawn_delay:={delay} must be a number >= 0")
+    for n in nodes:
+        if n.package == PKG and not n.cmd:
+            n.respawn, n.respawn_delay_s = on, delay
+    return nodes
 
 
 def check_sim_cameras(config_file: str) -> None:
@@ -301,8 +324,8 @@ def robot_plan(args: Mapping[str, str], share: Path) -> list[Planned]:
         if n.name in ("skills", "planner"):
             n.parameters["camera_models"] = "calibrated"
             n.parameters["calibration_dir"] = cal_dir
-    return nodes + agents + _viewers(args, share, names_, sim=False,
-                                     calibrations=profiled.calibrations)
+    return _respawn(nodes + agents, args, True) + _viewers(
+        args, share, names_, sim=False, calibrations=profiled.calibrations)
 
 
 def require_calibrations(tool_set: str, cameras: Sequence[str], calibration_dir: str) -> None:
@@ -374,6 +397,8 @@ def to_launch_actions(plan: Sequence[Planned], namespace: str, *, Node: Any,  # 
             kw["arguments"] = list(p.arguments)
         if p.remappings:
             kw["remappings"] = list(p.remappings)
+        if p.respawn:
+            kw["respawn"], kw["respawn_delay"] = True, p.respawn_delay_s
         actions.append(Node(**kw))
     return actions
 

@@ -16,6 +16,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,27 @@ def parse(argv: Sequence[str]) -> tuple[str, dict[str, str]]:
     return kind, values
 
 
+def respawned(nodes: Any, ended: Sequence[Any], planned: dict[str, Any],
+              died: dict[str, float], stop: threading.Event) -> list[Any]:
+    """The dead nodes restarted once their respawn delay has passed (the others are kept
+    as they are, to be looked at again at the next round)."""
+    out = []
+    now = time.monotonic()
+    for pr in ended:
+        died.setdefault(pr.name, now)
+        p = planned[pr.name]
+        if stop.is_set() or now - died[pr.name] < p.respawn_delay_s:
+            out.append(pr)
+            continue
+        print(f"{pr.name} exited with status {pr.returncode}; respawning it", file=sys.stderr,
+              flush=True)
+        del died[pr.name]
+        new = nodes.start(p.executable, p.name, p.parameters, p.remappings)
+        planned[new.name] = p
+        out.append(new)
+    return out
+
+
 def main_launch(argv: Sequence[str]) -> int:
     """SIGINT (Ctrl-C) stops the nodes and exits 130, SIGTERM 0, once every node exited 0
     (1 when one did not)."""
@@ -101,13 +123,19 @@ def main_launch(argv: Sequence[str]) -> int:
     try:
         procs = nodes.start_plan(plan)
         print(f"started {', '.join(pr.name for pr in procs)} (Ctrl-C stops them)", flush=True)
+        planned = {pr.name: p for pr, p in zip(procs, [
+            x for x in plan if not x.cmd and x.package == PKG], strict=True)}
+        died: dict[str, float] = {}
         while not stop.wait(0.5):
             ended = [pr for pr in procs if pr.returncode is not None]
-            if ended:
-                for pr in ended:
-                    print(f"{pr.name} exited with status {pr.returncode}; stopping the others",
-                          file=sys.stderr)
+            fatal = [pr for pr in ended if not planned[pr.name].respawn]
+            for pr in fatal:
+                print(f"{pr.name} exited with status {pr.returncode}; stopping the others",
+                      file=sys.stderr)
+            if fatal:
                 break
+            procs = [pr for pr in procs if pr.returncode is None] + respawned(
+                nodes, ended, planned, died, stop)
     finally:
         codes = nodes.close()
     bad = {n: c for n, c in codes.items() if c != 0}

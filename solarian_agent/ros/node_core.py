@@ -6,6 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import names
+from ..core.clock import SystemClock
+from ..core.liveness import NODE_BEAT_S, NodeBeat
 from ..core.transport import Bus
 from ..rosmsg import graph
 
@@ -28,6 +31,15 @@ class NodeCore:
     start: Callable[[], None] = lambda: None  # after the bridge is up (may call services)
     shutdown: Callable[[], None] = lambda: None
     parts: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # a node whose spec publishes nodes/heartbeat beats on a loop of its own: a dead or
+        # wedged process stops beating, and the planner's NodeWatch says it is lost
+        if any(e.kind == "publisher" and e.name == names.NODES_HEARTBEAT
+               for e in self.spec.endpoints):
+            beat = NodeBeat(self.bus, SystemClock(), self.spec.name)
+            self.loops.append(Loop("heartbeat", NODE_BEAT_S / 5, beat.tick))
+            self.parts["heartbeat_beat"] = beat
 
 
 __all__ = ["Loop", "NodeCore"]

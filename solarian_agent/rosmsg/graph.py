@@ -54,6 +54,7 @@ EXTERNAL_INPUTS: dict[str, str] = {
 # publisher is complete (the skills node without a planner, as replay.launch.py starts it).
 OPTIONAL_INPUTS: dict[str, str] = {
     names.AGENT_HEARTBEAT: "the planner, when one runs (its watchdog arms on the first beat)",
+    names.NODES_HEARTBEAT: "the graph's other nodes; a planner alone watches none",
     names.DIAGNOSTICS: "the arm node on a real arm (the planner says a slowed arm; the "
                        "simulators publish none)",
     names.ARM_TRAJECTORY: "another ROS stack driving the arm through the command gate (a "
@@ -117,6 +118,12 @@ def _cli(name: str, t: str, bridged: bool = True) -> Endpoint:
     return Endpoint("client", name, t, None, bridged)
 
 
+def _beat() -> Endpoint:
+    """A node's liveness beat (core/liveness.py): ``ros.common.run`` beats for every node
+    whose spec has it, and the planner watches them."""
+    return _pub(names.NODES_HEARTBEAT, names.T_HEARTBEAT, RELIABLE)
+
+
 def _camera_pubs(cameras: Iterable[str]) -> list[Endpoint]:
     out = []
     for c in cameras:
@@ -142,7 +149,7 @@ COMMON_PARAMETERS = {
 # ------------------------------------------------------------------------------------------
 def camera_node(camera: str) -> NodeSpec:
     return NodeSpec(
-        "camera_node", f"camera_{camera}", tuple(_camera_pubs([camera])),
+        "camera_node", f"camera_{camera}", (*_camera_pubs([camera]), _beat()),
         description="One camera (OpenCV backend): image_raw (sensor-data QoS) and camera_info.",
         parameters={"camera": "the camera's name (topic prefix)",
                     "source": "device index, /dev/video* path or a video file",
@@ -205,6 +212,7 @@ def sim_node(cameras: Sequence[str] = DEFAULT_SIM_CAMERAS) -> NodeSpec:
             _pub(names.JOINT_STATES, names.T_JOINT_STATE, RELIABLE),
             *_camera_pubs(cameras),
             _pub(names.SIM_TRUTH, T_SIM_TRUTH, LATCHED),
+            _beat(),
             _sub(names.JOINT_COMMANDS, names.T_JOINT_COMMAND, RELIABLE),
             # the simulated arm's e-stop, as on the real one; tripping it is announced as an
             # operator event so the skills stop and no new one starts until the reset
@@ -239,6 +247,7 @@ def skills_node(tools: Sequence[str], cameras: Sequence[str]) -> NodeSpec:
         _sub(names.OPERATOR_EVENTS, names.T_OPERATOR_EVENT, OPERATOR_QOS),
         _sub(names.AGENT_HEARTBEAT, names.T_HEARTBEAT, LATEST),
         *_image_subs(cameras),
+        _beat(),
     ]
     return NodeSpec(
         "skills_node", "skills", tuple(eps),
@@ -262,6 +271,7 @@ def monitor_node(cameras: Sequence[str]) -> NodeSpec:
             _sub(names.JOINT_STATES, names.T_JOINT_STATE, LATEST),
             _sub(names.SKILL_EVENTS, names.T_AGENT_EVENT, SKILL_EVENTS_QOS),
             _cli(names.TOOL_CATALOGUE, names.T_TOOL_CATALOGUE),
+            _beat(),
         ),
         description="The monitor engine: samples the cameras and joint states at its period, "
                     "judges running actions with the vision model, publishes verdicts.")
@@ -282,6 +292,7 @@ def planner_node(cameras: Sequence[str], tools: Sequence[str]) -> NodeSpec:
         _sub(names.EXECUTOR_GENERATION, names.T_GENERATION, LATCHED),
         _sub(names.DIAGNOSTICS, names.T_DIAGNOSTICS, LATEST),
         _sub(names.ARM_GATE, names.T_STRING, LATCHED),
+        _sub(names.NODES_HEARTBEAT, names.T_HEARTBEAT, RELIABLE),
         _srv(names.AGENT_MESSAGE, names.T_AGENT_COMMAND),
         _srv(names.AGENT_CANCEL, names.T_AGENT_COMMAND),
         _srv(names.AGENT_RESET, names.T_AGENT_COMMAND),
@@ -416,7 +427,7 @@ def recorded_topics(cameras: Sequence[str], sim: bool) -> list[str]:
     topics = [names.JOINT_STATES, names.JOINT_COMMANDS, names.SKILL_EVENTS,
               names.EXECUTOR_GENERATION, names.MONITOR_VERDICTS, names.AGENT_STATE,
               names.AGENT_EVENTS, names.AGENT_VIEW, names.AGENT_MARKERS, names.OPERATOR_EVENTS,
-              names.AGENT_HEARTBEAT]
+              names.AGENT_HEARTBEAT, names.NODES_HEARTBEAT]
     for c in cameras:
         topics += [names.image_topic(c), names.camera_info_topic(c)]
     # the arm's diagnostics (the simulators' carry the command gate's refusal counts) and the

@@ -46,6 +46,11 @@ from solarian_agent.arm.safety import (
     WorkspaceGuard,
     clamp_target,
 )
+from solarian_agent.arm.stopping import (
+    DEFAULT_COMMAND_TIMEOUT_S,
+    DEFAULT_STOP_DECEL,
+    QuietStop,
+)
 from solarian_agent.core import names
 from solarian_agent.core.clock import Clock
 from solarian_agent.core.messages import Image, JointCommand, JointState, OperatorEvent
@@ -73,8 +78,16 @@ class SimRates:
     wrist_hz: float = 10.0
     truth_hz: float = 10.0
     max_step: float = 0.1  # the safety layer's per-tick step limit (rad; m for the gripper)
+    # commands older than this stop the arm joints (a dead commander leaves nothing driving
+    # the arm, as on the real arm), at ``stop_decel`` rad/s²; the jaw keeps its command
+    command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S
+    stop_decel: float = DEFAULT_STOP_DECEL
 
     def __post_init__(self) -> None:
+        for name in ("command_timeout_s", "stop_decel"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v > 0):
+                raise ValueError(f"SimRates.{name} must be a finite number > 0, got {v!r}")
         for name in ("joint_states_hz", "overhead_hz", "wrist_hz", "truth_hz"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
@@ -143,6 +156,7 @@ class SimWorldComponent:
         self._lock = threading.RLock()
         self._goal: dict[str, float] = {}
         self._goal_velocity = 0.0
+        self.quiet_stop = QuietStop(clock, rates.command_timeout_s, rates.stop_decel)
         self.commands_received = 0
         self.commands_rejected = 0
         self.last_rejection = ""
@@ -231,6 +245,7 @@ class SimWorldComponent:
                 raise EStopLatchedError(self.latch.reason)
             self._goal.update(goal)
             self._goal_velocity = mv
+            self.quiet_stop.fed()
 
     def _hold_for_takeover(self, _reason: str) -> None:
         with self._lock:
@@ -247,7 +262,9 @@ class SimWorldComponent:
             w = self.world
             if self.latch.tripped:
                 self._goal = {}  # the old target is dropped, never resumed after a reset
-            if self._goal:
+                self.quiet_stop.clear()
+            stopping = bool(self._goal) and self._stop_quiet(dt)
+            if self._goal and not stopping:
                 current = w.joint_positions()
                 # the step starts where the world's servos are headed (the 2D world: where
                 # the joints are), as the real arm's controller starts from its last goal
@@ -262,6 +279,24 @@ class SimWorldComponent:
         if now >= self._next_diag:
             self._next_diag = now + 1.0
             self._pub_diag.publish({"stamp": now, "status": [self.gate_io.diagnostic(now)]})
+
+    def _stop_quiet(self, dt: float) -> bool:
+        """While the commands are quiet: the arm joints' next stop setpoints commanded (the
+        jaw keeps its goal), and the goal replaced by the rest pose so that nothing resumes
+        the old target.  False while commands are fresh."""
+        w = self.world
+        arm = w.joint_names[:5]
+        q = w.joint_positions()
+        sp = self.quiet_stop.step({n: q[n] for n in arm},
+                                  {n: float(v) for n, v in zip(arm, w.qd[:5], strict=True)},
+                                  dt)
+        if sp is None:
+            return False
+        safe = self.guard.safe_step(q, {**q, **sp})
+        self._goal.update({n: safe[n] for n in arm})
+        jaw = {n: v for n, v in self._goal.items() if n not in arm}
+        w.command({**{n: safe[n] for n in arm}, **jaw})
+        return True
 
     def publish_now(self) -> None:
         """Publish every stream at once (start-up, after a reset)."""
@@ -309,6 +344,7 @@ class SimWorldComponent:
         with self._lock:
             self.world.reset(seed)
             self._goal = {}
+            self.quiet_stop.clear()
             self._goal_velocity = 0.0
             self._last_image.clear()
             self._init_streams()

@@ -17,17 +17,18 @@ import numpy as np
 
 from ..arm.jaw import SO101_JAW
 from ..arm.kinematics import ARM_JOINTS, GRIPPER_JOINT, JOINT_NAMES, ArmModel
+from ..arm.stopping import KEEP_ALIVE_S
 from ..core import names
 from ..core.clock import Clock
 from ..core.errors import SkillFailed
 from ..core.messages import Image, JointCommand, JointState
 from ..core.transport import Bus, QoS
 
-# a motion's command is sent again this often while the motion runs: the real arm's controller
-# drops a target whose commands stopped for its watchdog's 0.5 s and holds where the arm is
-# (a commander that died must not leave the arm driving), so a waypoint sent once would stop
-# half way on a real SO-101
-COMMAND_REFRESH_S = 0.1
+# a motion's command is sent again this often while the motion runs: every driver (both
+# simulators, the real arm's controller) stops the arm once its commands are older than its
+# command timeout (0.08 s, arm/stopping.py: a commander that died must not leave the arm
+# driving), so a waypoint sent once would stop half way
+COMMAND_REFRESH_S = KEEP_ALIVE_S
 
 
 class ArmPort:

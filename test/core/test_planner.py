@@ -207,7 +207,9 @@ def test_operator_takeover_pauses_refuses_stale_reply_and_resumes_with_news():
     pub.publish(OperatorEvent("key", {"key": "j"}))
     assert h.run_until(lambda: h.planner.status == "paused", 1)
     assert h.run_until(lambda: not h.executor.running, 1)
-    assert h.planner.generation == h.executor.generation == 2
+    # 2: claimed by the planner's first run (a new planner refuses its predecessor's goals);
+    # 3: the takeover
+    assert h.planner.generation == h.executor.generation == 3
     # resume: the planner is told what the operator did
     h.say("carry on")
     assert h.run_until(lambda: len(h.provider.calls) == 2, 5)

@@ -1,5 +1,6 @@
-"""ArmController holding: the watchdog on a stale command stream and hold() drop the target
-and hold where the arm is, never resuming the old target, and resist a push."""
+"""ArmController holding: the watchdog on a stale command stream drops the target and ramps
+the arm to rest, hold() holds where the arm is; neither resumes the old target, and the hold
+resists a push."""
 
 from __future__ import annotations
 
@@ -20,8 +21,18 @@ def test_watchdog_holds_and_never_resumes_old_target(sim: SimulatedBus,
     r = tick(ctl, clock, 2)  # 0.12 s: stale
     assert r.mode == "holding" and r.diagnostics.watchdog_expired
     assert any(k == "watchdog" for k, _ in events)
+    tripped = r.goal["elbow_flex"]
+    # a smooth ramp to rest (arm/stopping.py), no further than the stopping distance at the
+    # joint's top speed, 1.5² / (2 × 50) = 0.0225 rad, and no further than 2 ticks' motion
+    speeds = []
+    for _ in range(5):
+        before = r.goal["elbow_flex"]
+        r = tick(ctl, clock)
+        speeds.append((r.goal["elbow_flex"] - before) / 0.02)
     held = r.goal["elbow_flex"]
-    assert 0 < held < 0.3
+    assert 0 < tripped <= held <= tripped + 0.0225 and held < 0.3
+    assert all(b <= a for a, b in zip(speeds, speeds[1:], strict=False))  # slowing, never a jerk
+    assert speeds[-1] == 0.0
     settle(sim, arm.bus)
     sim.clear_frames()
     for _ in range(20):
@@ -48,7 +59,7 @@ def test_the_watchdog_event_says_how_stale_and_what_was_done_once(
     assert r.mode == "holding" and r.stamp == clock.now()
     assert events == [("watchdog", {
         "age_s": pytest.approx(clock.now() - t0), "timeout_s": 0.1,
-        "action": "holding at present position; target dropped"})]
+        "action": "ramping to rest, the jaw keeps its command; target dropped"})]
     for _ in range(5):
         r = tick(ctl, clock)
         assert (r.mode, r.stamp, r.target) == ("holding", clock.now(), None)

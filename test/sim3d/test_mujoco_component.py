@@ -86,7 +86,8 @@ def test_estop_holds_the_physical_arm_and_refuses_commands(rig: Rig) -> None:
     assert rig.world.q[0] == pytest.approx(held, abs=0.08)  # it stops where the servo was
     rig.command(shoulder_pan=-1.0)
     rig.run(0.3)
-    assert rig.sim.commands_rejected == 1 and "e-stop" in rig.sim.last_rejection
+    # the rig's resend of its first command after the trip, then the new one: both refused
+    assert rig.sim.commands_rejected == 2 and "e-stop" in rig.sim.last_rejection
     assert rig.bus.call(names.ESTOP_RESET, None)["success"]
 
 

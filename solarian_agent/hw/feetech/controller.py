@@ -12,8 +12,10 @@ Each ``step()``:
 3. e-stop latched → applies ``estop_action`` ("hold": goal = where the arm was when it
    tripped, written every tick; "torque_off": torque released) and nothing else moves the arm
    until ``reset_estop()``; the old target is dropped;
-4. no command within ``command_timeout_s`` → holds the present position and drops the target
-   (never keeps moving toward an old one);
+4. no command within ``command_timeout_s`` (0.08 s) → drops the target (never keeps moving
+   toward an old one) and ramps the arm joints to rest within the deceleration limit
+   (``arm/stopping.py``: smooth, never a jerk), then holds; the jaw keeps its last command,
+   so a held object stays squeezed;
 5. otherwise moves toward the target through ``clamp_target`` (joint limits, max velocity ×
    dt, max step), from the last goal kept within ``lead_time_s × max_velocity`` of where the
    arm really is, and writes one SYNC_WRITE of goal positions;
@@ -49,6 +51,7 @@ from solarian_agent.arm.safety import (
     clamp_target,
     validate_target,
 )
+from solarian_agent.arm.stopping import SmoothStop, stop_start
 from solarian_agent.core.clock import Clock
 from solarian_agent.hw.errors import HardwareError
 from solarian_agent.hw.feetech.arm import ArmState
@@ -97,6 +100,8 @@ class ArmController:
         self._health: HealthReport | None = None
         self.latch = EStopLatch()
         self.watchdog = CommandWatchdog(self.config.command_timeout_s, clock)
+        self._stop = SmoothStop(self.config.stop_decel)  # the ramp to rest after a timeout
+        self._goal_v: dict[str, float] = {}  # the goals' speeds of the last tracking step
         self._on_event = on_event
         self._lock = threading.Lock()
         self._target: dict[str, float] | None = None
@@ -141,6 +146,7 @@ class ArmController:
             self._target = merged
             self._target_velocity = max_velocity
             self.watchdog.feed()
+            self._stop.cancel()
         self._event("command", {"source": source, "joints": sorted(checked)})
 
     def hold(self, reason: str = "hold requested") -> None:
@@ -152,6 +158,7 @@ class ArmController:
             # joints back to it (up to one lead ahead of a blocked arm)
             self._goal = None
             self.watchdog.clear()
+            self._stop.cancel()
         self._event("hold", {"reason": reason})
 
     def estop(self, reason: str) -> None:
@@ -260,6 +267,7 @@ class ArmController:
             with self._lock:
                 self._target = None
                 self.watchdog.clear()
+                self._stop.cancel()
                 first = not self._estop_applied
                 self._estop_applied = True
                 if first or self._hold is None:
@@ -297,10 +305,20 @@ class ArmController:
                 age = self.watchdog.age()
                 self._target = None
                 target = None
-                self._hold = dict(state.positions)
+                # the jaw stays at its last goal, one lead past where a held object stops it:
+                # the same squeeze as while tracking, never a jump toward its far target
+                self._stop.begin(*stop_start(
+                    {**state.positions, **(self._goal or {})}, GRIPPER, None, self._goal_v))
                 self._event("watchdog", {
                     "age_s": age, "timeout_s": cfg.command_timeout_s,
-                    "action": "holding at present position; target dropped"})
+                    "action": "ramping to rest, the jaw keeps its command; target dropped"})
+            if self._stop.active and dt > 0:
+                sp = clamp_position(self.limits, self._stop.step(dt))
+                if self.guard is not None and all(j in sp for j in self.guard.joints):
+                    sp = {**sp, **self.guard.safe_step(dict(state.positions), sp)}
+                self._hold = sp
+                if self._stop.done or sp != self._stop.setpoint():
+                    self._stop.cancel()  # at rest, or held at a limit or the workspace edge
             if self._hold is None:
                 self._hold = dict(state.positions)
             hold = dict(self._hold)
@@ -333,6 +351,9 @@ class ArmController:
                 goal = safe
         with self._lock:
             self._hold = dict(goal)  # if the stream stops, we hold here, not at the target
+            # the commanded speed, the stop's starting speed if the stream stops now
+            self._goal_v = {n: min(lim[n].max_velocity, max(-lim[n].max_velocity, (
+                goal[n] - last_goal.get(n, goal[n])) / dt)) for n in goal} if dt > 0 else {}
         written = self._write(goal, faults)
         return self._reading(now, state, "tracking", written, faults, target)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from solarian_agent.arm.safety import ArmLimits
+from solarian_agent.arm.stopping import DEFAULT_COMMAND_TIMEOUT_S, DEFAULT_STOP_DECEL
 from solarian_agent.core.errors import ConfigError
 from solarian_agent.hw.feetech.arm import ArmState
 
@@ -38,7 +39,8 @@ class ArmPort(Protocol):
 @dataclass
 class ArmControllerConfig:
     rate_hz: float = 50.0
-    command_timeout_s: float = 0.5
+    command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S
+    stop_decel: float = DEFAULT_STOP_DECEL  # rad/s², the ramp to rest after the timeout
     estop_action: str = "hold"
     max_consecutive_faults: int = 3
     lead_time_s: float = 0.2
@@ -56,6 +58,8 @@ class ArmControllerConfig:
         if not (math.isfinite(self.command_timeout_s) and self.command_timeout_s > 0):
             raise ConfigError("controller.command_timeout_s",
                               f"must be > 0, got {self.command_timeout_s}")
+        if not (math.isfinite(self.stop_decel) and self.stop_decel > 0):
+            raise ConfigError("controller.stop_decel", f"must be > 0, got {self.stop_decel}")
         if self.estop_action not in ESTOP_ACTIONS:
             raise ConfigError("controller.estop_action",
                               f"must be one of {ESTOP_ACTIONS}, got {self.estop_action!r}")

@@ -72,12 +72,13 @@ def agent_episode(run: AgentRun, seed: int, prices: PriceTable) -> dict[str, Any
 
     t0 = time.perf_counter()
     cfg = load_agent_config(default_config_path())
+    cfg = replace(cfg, planner=replace(cfg.planner, timeout_s=run.timeout_s))
     if run.budget.max_turns:
         cfg = replace(cfg, budgets=replace(cfg.budgets, max_turns=run.budget.max_turns))
     inner = _provider(run, cfg)
     model = str(inner.model)
     meter = MeteredProvider(inner, "anthropic" if run.planner == "anthropic" else "openai",
-                            prices.price(model), run.budget)
+                            prices.price(model), run.budget, call_timeout_s=run.timeout_s)
     system = build_sim_system(config=cfg, seed=seed, faults=run.faults, planner=meter,
                               with_monitor=run.monitor != "none", caller=InlineCaller())
     verdicts: list[Any] = []
@@ -88,9 +89,10 @@ def agent_episode(run: AgentRun, seed: int, prices: PriceTable) -> dict[str, Any
     try:
         planner.message(run.task)
         system.run_until(lambda: planner.status not in ("idle", "running", "paused")
-                         or meter.over_budget(), run.max_sim_s)
-        status = planner.status
-        if status in ("idle", "running", "paused") and not meter.stopped_by:
+                         or meter.over_budget() or meter.hopeless(), run.max_sim_s)
+        status = str(getattr(planner.status, "value", planner.status))
+        if status in ("idle", "running", "paused") and not (meter.stopped_by
+                                                            or meter.hopeless()):
             meter.stopped_by = f"{run.max_sim_s:g} simulated seconds"
         check = final_check(system)
         end = system.world.truth()
@@ -106,7 +108,9 @@ def agent_episode(run: AgentRun, seed: int, prices: PriceTable) -> dict[str, Any
         "model": run.label, "planner": run.planner, "seed": seed, "success": success,
         "claimed": claimed, "verified": verdict.verified, "truth": verdict.truth,
         "status": status, "failure": failure.value,
-        "failure_detail": meter.stopped_by or (planner.summary if not success else ""),
+        "failure_detail": "" if success else (
+            "; ".join(x for x in (meter.stopped_by, meter.last_error) if x)
+            or str(planner.summary)),
         "turns": planner.turns, "model_calls": len(meter.calls),
         "model_errors": [c.error for c in meter.calls if c.error],
         "monitor_calls": len(verdicts),

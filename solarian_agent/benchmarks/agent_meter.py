@@ -156,6 +156,10 @@ def estimate_usage(req: ModelRequest, reply: ModelReply, provider: str,
                  cache_read_tokens=cached)
 
 
+HOPELESS = frozenset({"bad_request", "auth", "config"})
+HOPELESS_IN_ROW = 2
+
+
 # the meter -------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Budget:
@@ -172,6 +176,7 @@ class CallRecord:
     usage: Usage
     estimated: bool
     error: str = ""  # the ModelError kind, when the call failed
+    message: str = ""  # and its message
     bad_calls: int = 0  # tool calls with unreadable arguments or unknown names in the reply
 
 
@@ -184,6 +189,7 @@ class MeteredProvider:
     provider: str  # anthropic | openai | rules: which image formula an estimate uses
     price: Price | None = None
     budget: Budget = field(default_factory=Budget)
+    call_timeout_s: float = 0.0  # one call's limit (0: the harness's)
     clock: Callable[[], float] = time.perf_counter
     calls: list[CallRecord] = field(default_factory=list)
     started: float = 0.0
@@ -199,13 +205,16 @@ class MeteredProvider:
 
     def complete(self, request: ModelRequest, *, timeout_s: float) -> ModelReply:
         t0 = self.clock()
+        if self.call_timeout_s > 0:
+            timeout_s = min(timeout_s, self.call_timeout_s)
         if self.budget.max_seconds > 0:  # a call never runs past the episode's seconds
             left = self.budget.max_seconds - (t0 - self.started)
             timeout_s = max(0.5, min(timeout_s, left))
         try:
             reply: ModelReply = self.inner.complete(request, timeout_s=timeout_s)
         except ModelError as e:
-            self.calls.append(CallRecord(self.clock() - t0, Usage(), False, error=e.kind))
+            self.calls.append(CallRecord(self.clock() - t0, Usage(), False, error=e.kind,
+                                         message=e.message))
             raise
         latency = self.clock() - t0
         u = reply.usage
@@ -229,6 +238,17 @@ class MeteredProvider:
     def dollars(self) -> float:
         return self.price.dollars(self.usage) if self.price is not None else 0.0
 
+    def hopeless(self) -> bool:
+        """True once :data:`HOPELESS_IN_ROW` calls in a row failed with an error no retry
+        mends (a 400, a refused key): the episode ends with it instead of idling out."""
+        last = self.calls[-HOPELESS_IN_ROW:]
+        return len(last) == HOPELESS_IN_ROW and all(c.error in HOPELESS for c in last)
+
+    @property
+    def last_error(self) -> str:
+        errs = [c for c in self.calls if c.error]
+        return f"{errs[-1].error}: {errs[-1].message}" if errs else ""
+
     def over_budget(self) -> bool:
         """True (and :attr:`stopped_by` says which) once a budget is spent."""
         b = self.budget
@@ -245,8 +265,9 @@ def failure_of(success: bool, claimed: bool, status: str, meter: MeteredProvider
     """Why an episode failed, from how it ended and what its model calls did."""
     if success:
         return Failure.NONE
-    if meter.stopped_by:
-        return Failure.BUDGET
+    last_call = meter.calls[-1].error if meter.calls else ""
+    if meter.stopped_by:  # a model that only times out ran out of budget by being slow
+        return Failure.TIMEOUT if last_call in ("timeout", "cancelled") else Failure.BUDGET
     if claimed:
         return Failure.NOT_CONFIRMED
     errors = [c.error for c in meter.calls if c.error]

@@ -138,6 +138,8 @@ class LocalModel:
         self.behaviour = behaviour
         self.planner = RulesPlanner()
         self.lock = threading.Lock()
+        # no_parallel_tools: the calls a reply could not carry, written one a turn after it
+        self.pending: list[ToolCall] = []
 
     def refuse(self, body: dict[str, Any]) -> str:
         """The 400 message a request gets for what this server lacks, or ''."""
@@ -162,15 +164,19 @@ class LocalModel:
         req = decode_request(body)
         if self.behaviour == "silent":
             reply = ModelReply("I would tidy the table now, but I will just describe it.")
+        elif self.pending:
+            reply = ModelReply("", (self.pending.pop(0),))
         else:
+            self.pending.clear()
             with self.lock:
                 try:
                     reply = self.planner.complete(req, timeout_s=60.0)
                 except ModelError as e:
                     reply = ModelReply(f"(error: {e.message})")
         calls = list(reply.tool_calls)
-        if "no_parallel_tools" in self.quirks:
-            calls = calls[:1]
+        if "no_parallel_tools" in self.quirks:  # one call a turn: the rest on later turns
+            calls, rest = calls[:1], calls[1:]
+            self.pending = rest + self.pending
         wire = [{"id": c.id or f"call_{i}", "type": "function", "function": {
             "name": c.name, "arguments": "{not json" if self.behaviour == "bad_args"
             else json.dumps(c.arguments)}} for i, c in enumerate(calls)]
@@ -222,7 +228,10 @@ def serve(model: LocalModel, port: int = 0) -> ThreadingHTTPServer:
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
             self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up waiting (a slow model's timeout)
 
     httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     httpd.daemon_threads = True

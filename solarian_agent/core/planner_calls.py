@@ -212,7 +212,11 @@ class ToolCalls:
                     raise ToolCallRejected(f"steps[{i}]: {e}")
         self._run.replace_plan(args["steps"])
         self._journal.event(et.PlanChanged(plan=self._run.plan.as_list()))
-        turn.results[call.id] = tool_msg(call, "plan updated:\n" + self._run.plan.render())
+        # not the plan again: the model just wrote it, and every wake lists it with its step
+        # numbers and states; an echo here would be input tokens paid twice every turn
+        n = len(self._run.plan.as_list())
+        turn.results[call.id] = tool_msg(call, f"plan updated: {n} step{'s' * (n != 1)}; the "
+                                               "plan with its step numbers comes with each wake")
         self._wakes.continue_turn = True
 
     def answer_views(self, turn: Turn, call: ToolCall, prepared: PreparedViews) -> None:

@@ -116,8 +116,14 @@ def _part_chars(p: Any) -> int:
 def _prefix_blocks(req: ModelRequest, provider: str) -> list[tuple[str, int]]:
     """The request as a list of (identity, tokens) blocks in the order it is sent: system and
     tools first, then each message part."""
-    f = anthropic_image_tokens if provider == "anthropic" else openai_image_tokens
     import json
+
+    from ..models.openai_chat import image_detail
+
+    def f(img: ImagePart) -> int:  # the detail the openai provider sends the image at
+        if provider == "anthropic":
+            return anthropic_image_tokens(img.width, img.height)
+        return openai_image_tokens(img.width, img.height, image_detail(img, "high"))
 
     blocks = [("system:" + req.system, text_tokens(len(req.system)))]
     for t in req.tools:
@@ -126,8 +132,7 @@ def _prefix_blocks(req: ModelRequest, provider: str) -> list[tuple[str, int]]:
     for i, m in enumerate(req.messages):
         for p in m.content:
             if isinstance(p, ImagePart):
-                blocks.append((f"img:{i}:{p.observation_id}:{p.width}x{p.height}",
-                               f(p.width, p.height)))
+                blocks.append((f"img:{i}:{p.observation_id}:{p.width}x{p.height}", f(p)))
             else:
                 blocks.append((f"txt:{i}:{m.role}:{p.text}", text_tokens(_part_chars(p))))
         for c in m.tool_calls:

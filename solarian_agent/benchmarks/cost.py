@@ -224,9 +224,12 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     from solarian_agent.benchmarks import one_cv_thread
 
     seeds = SEEDS_QUICK if quick else SEEDS_FULL
+    from . import cost_cache
+
     with one_cv_thread():
         by_mode = {m: [metered_run(s, m) for s in seeds] for m in MODES}
-    return rows_of(by_mode)
+        uncached = cost_cache.run(seeds)  # issue 32: the row against the frame-every-turn loop
+    return uncached + rows_of(by_mode)
 
 
 __all__ = ["MeteredPlanner", "anthropic_image_tokens", "metered_run", "openai_image_tokens",

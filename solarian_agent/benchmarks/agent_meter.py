@@ -21,7 +21,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..core.model_api import ImagePart, ModelError, ModelReply, ModelRequest, TextPart, Usage
-from .cost import anthropic_image_tokens, openai_image_tokens, reply_chars, text_tokens
+from .tokens import anthropic_image_tokens, openai_image_tokens, reply_chars, text_tokens
 
 # a provider caches a prefix only from this many tokens on (OpenAI's and Anthropic's minimum)
 MIN_CACHED_PREFIX = 1024

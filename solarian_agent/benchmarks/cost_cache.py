@@ -24,7 +24,7 @@ from typing import Any
 
 from ..core.model_api import ModelReply, ModelRequest, Usage
 from .agent_meter import _prefix_blocks, estimate_usage, load_prices
-from .cost import (
+from .tokens import (
     TASK,
     anthropic_image_tokens,
     openai_image_tokens,

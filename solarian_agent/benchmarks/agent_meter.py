@@ -113,7 +113,7 @@ def _part_chars(p: Any) -> int:
     return len(p.text) if isinstance(p, TextPart) else 0
 
 
-def _prefix_blocks(req: ModelRequest, provider: str) -> list[tuple[str, int]]:
+def prefix_blocks(req: ModelRequest, provider: str) -> list[tuple[str, int]]:
     """The request as a list of (identity, tokens) blocks in the order it is sent: system and
     tools first, then each message part."""
     import json
@@ -146,11 +146,11 @@ def estimate_usage(req: ModelRequest, reply: ModelReply, provider: str,
     """Usage as a provider with a prefix cache would bill ``req``: the blocks it shares, from
     the start, with ``previous`` are a cache read (when they reach the providers' minimum of
     :data:`MIN_CACHED_PREFIX` tokens), the rest uncached input."""
-    blocks = _prefix_blocks(req, provider)
+    blocks = prefix_blocks(req, provider)
     total = sum(n for _, n in blocks)
     cached = 0
     if previous is not None:
-        before = _prefix_blocks(previous, provider)
+        before = prefix_blocks(previous, provider)
         for (a, n), (b, _) in zip(blocks, before, strict=False):
             if a != b:
                 break
@@ -302,4 +302,4 @@ def percentile(xs: list[float], q: float) -> float:
 
 
 __all__ = ["Budget", "CallRecord", "Failure", "MeteredProvider", "Price", "PriceTable",
-           "estimate_usage", "failure_of", "load_prices", "percentile"]
+           "estimate_usage", "failure_of", "load_prices", "percentile", "prefix_blocks"]

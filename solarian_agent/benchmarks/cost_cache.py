@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..core.model_api import ModelReply, ModelRequest, Usage
-from .agent_meter import _prefix_blocks, estimate_usage, load_prices
+from .agent_meter import estimate_usage, load_prices, prefix_blocks
 from .tokens import (
     TASK,
     anthropic_image_tokens,
@@ -93,7 +93,7 @@ def billed(run: dict[str, Any], provider: str) -> tuple[Usage, int]:
     for req, reply in zip(run["requests"], run["replies"], strict=True):
         u = estimate_usage(req, reply, provider, prev)
         if prev is None:  # a session's later tasks find system and tools in the cache
-            prefix = sum(n for b, n in _prefix_blocks(req, provider)
+            prefix = sum(n for b, n in prefix_blocks(req, provider)
                          if b.startswith(("system:", "tool:")))
             u = replace(u, input_tokens=u.input_tokens - prefix,
                         cache_read_tokens=u.cache_read_tokens + prefix)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..sim.faults import FaultConfig
-from .agent_meter import Budget, Failure, MeteredProvider, PriceTable, percentile
+from .agent_meter import Budget, MeteredProvider, PriceTable, failure_of, percentile
 from .episodes import TASK
 
 SEED_BASE = 95_000  # seeds no test and no other benchmark uses
@@ -101,7 +101,7 @@ def agent_episode(run: AgentRun, seed: int, prices: PriceTable) -> dict[str, Any
     verdict = judge(read_task(run.task), start, end, check)
     claimed = status == "succeeded"
     success = claimed and verdict.verified and verdict.truth
-    failure = failure_of_episode(success, claimed, status, meter)
+    failure = failure_of(success, claimed, status, meter)
     u = meter.usage
     lat = [c.latency_s for c in meter.calls]
     return {
@@ -124,13 +124,6 @@ def agent_episode(run: AgentRun, seed: int, prices: PriceTable) -> dict[str, Any
         "latencies_s": [round(x, 4) for x in lat],
         "prices_date": prices.date,
     }
-
-
-def failure_of_episode(success: bool, claimed: bool, status: str, meter: MeteredProvider
-                       ) -> Failure:
-    from .agent_meter import failure_of
-
-    return failure_of(success, claimed, status, meter)
 
 
 def summarize(episodes: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

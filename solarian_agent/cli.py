@@ -21,13 +21,18 @@ _positive_int = number_arg(int, lambda n: n >= 1, "a whole number >= 1")
 
 
 def _bench(argv: Sequence[str]) -> int:
+    if list(argv[:1]) == ["agent"]:  # one model's episodes: its own options (issue 32)
+        from .benchmarks.agent_cli import main as bench_agent
+
+        return bench_agent(argv[1:])
     from . import benchmarks
 
     p = CliParser(prog=f"{PROG} bench",
                   description="Run benchmarks: progress per suite on stderr, then a table "
                               "(at most 100 columns) or, with --json, the rows as JSON.")
     p.add_argument("suites", nargs="*", metavar="SUITE",
-                   help=f"suites to run (default all): {', '.join(benchmarks.SUITES)}")
+                   help=f"suites to run (default all): {', '.join(benchmarks.SUITES)}; "
+                        "`bench agent --help`: one planner model's success, tokens, dollars")
     p.add_argument("--quick", action="store_true", help="fewer repetitions (for CI smoke)")
     p.add_argument("--sim", choices=("2d", "mujoco", "all"), default="all",
                    help="simulator backends of the sim and tidy suites (default all: side by "

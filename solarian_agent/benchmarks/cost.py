@@ -31,48 +31,25 @@ Rows, all measured in the same run on the same seeds:
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..core.model_api import ImagePart, ModelReply, ModelRequest, TextPart, ToolCall
+from ..core.model_api import ImagePart, ModelReply, ModelRequest, ToolCall
+from .tokens import (
+    CHARS_PER_TOKEN,
+    TASK,
+    anthropic_image_tokens,
+    openai_image_tokens,
+    reply_chars,
+    request_text_chars,
+    text_tokens,
+)
 
-CHARS_PER_TOKEN = 4.0
-TASK = "put the red cup on the tray"
 SEEDS_FULL = (90_000, 90_001, 90_002, 90_003, 90_004)
 SEEDS_QUICK = (90_000,)
 MODES = ("defaults", "views", "always_on")
-
-
-# the providers' published image formulas ----------------------------------------------------
-def anthropic_image_tokens(width: int, height: int) -> int:
-    """Anthropic (docs "Vision", image costs): an image whose long edge exceeds 1568 px or
-    that would cost more than about 1600 tokens (1092 x 1092 px at 1:1) is first scaled down
-    to fit; it then costs width * height / 750 tokens."""
-    w, h = float(width), float(height)
-    s = min(1.0, 1568.0 / max(w, h), math.sqrt(1600.0 * 750.0 / (w * h)))
-    return int(math.ceil((w * s) * (h * s) / 750.0))
-
-
-def openai_image_tokens(width: int, height: int, detail: str = "high") -> int:
-    """OpenAI GPT-4o / GPT-4.1 (docs "Images and vision", calculating costs): ``low`` detail
-    costs 85 tokens; ``high`` scales the image to fit a 2048 px square, then so that its
-    shortest side is 768 px (never up), and costs 85 + 170 per 512 px tile."""
-    if detail == "low":
-        return 85
-    w, h = float(width), float(height)
-    s = min(1.0, 2048.0 / max(w, h))
-    w, h = w * s, h * s
-    s = min(1.0, 768.0 / min(w, h))
-    w, h = w * s, h * s
-    return 85 + 170 * math.ceil(w / 512.0) * math.ceil(h / 512.0)
-
-
-def text_tokens(chars: int) -> int:
-    return int(math.ceil(chars / CHARS_PER_TOKEN))
 
 
 # metering -----------------------------------------------------------------------------------
@@ -85,21 +62,6 @@ class TurnCost:
     def input_tokens(self, provider: str) -> int:
         f = anthropic_image_tokens if provider == "anthropic" else openai_image_tokens
         return text_tokens(self.text_chars) + sum(f(w, h) for w, h in self.images)
-
-
-def request_text_chars(req: ModelRequest) -> int:
-    n = len(req.system)
-    n += sum(len(t.name) + len(t.description) + len(json.dumps(t.parameters))
-             for t in req.tools)
-    for m in req.messages:
-        n += sum(len(p.text) for p in m.content if isinstance(p, TextPart))
-        n += sum(len(c.name) + len(json.dumps(c.arguments)) for c in m.tool_calls)
-    return n
-
-
-def reply_chars(reply: ModelReply) -> int:
-    return len(reply.text) + sum(len(c.name) + len(json.dumps(c.arguments))
-                                 for c in reply.tool_calls)
 
 
 @dataclass
@@ -224,9 +186,12 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     from solarian_agent.benchmarks import one_cv_thread
 
     seeds = SEEDS_QUICK if quick else SEEDS_FULL
+    from . import cost_cache
+
     with one_cv_thread():
         by_mode = {m: [metered_run(s, m) for s in seeds] for m in MODES}
-    return rows_of(by_mode)
+        uncached = cost_cache.run(seeds)  # issue 32: the row against the frame-every-turn loop
+    return uncached + rows_of(by_mode)
 
 
 __all__ = ["MeteredPlanner", "anthropic_image_tokens", "metered_run", "openai_image_tokens",

@@ -27,7 +27,7 @@ from .planner_state import ActionBook, Refusals, RunState, Transcript, TurnSlot,
 from .planner_tasks import TaskTools
 from .planner_tools import PLANNER_TOOLS, PendingStart, PlannerModel, ToolCatalogue, Turn, tool_msg
 from .routing import TASK_TOOLS
-from .statuses import RunStatus
+from .statuses import RunStatus, StepStatus
 from .text import one_line, planner_wrote, quote, quote_prefix
 from .tool_schema import (
     describe_bad_number,
@@ -212,7 +212,19 @@ class ToolCalls:
                     raise ToolCallRejected(f"steps[{i}]: {e}")
         self._run.replace_plan(args["steps"])
         self._journal.event(et.PlanChanged(plan=self._run.plan.as_list()))
-        turn.results[call.id] = tool_msg(call, "plan updated:\n" + self._run.plan.render())
+        # a plan applied as the model wrote it (each step in the state it asked for) is not
+        # echoed: every wake lists it with its step numbers, and an echo would be input
+        # tokens paid twice each turn.  A plan whose steps kept another state (a failed step
+        # the model marked skipped) is echoed, since the model did not write those states.
+        steps = self._run.plan.steps
+        asked = [str(st.get("status") or StepStatus.PENDING.value) for st in args["steps"]]
+        if steps and asked == [str(getattr(st.status, "value", st.status)) for st in steps]:
+            n = len(steps)
+            text = (f"plan updated: {n} step{'s' * (n != 1)}, as written; the plan with its "
+                    "step numbers comes with each wake")
+        else:
+            text = "plan updated:\n" + self._run.plan.render()
+        turn.results[call.id] = tool_msg(call, text)
         self._wakes.continue_turn = True
 
     def answer_views(self, turn: Turn, call: ToolCall, prepared: PreparedViews) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 from ..core.model_api import ImagePart, Message, ModelError, ModelReply, ModelRequest, ToolCall
 from .common import OpenAIProvider
 from .image_fit import data_url
+from .openai_compat import clear_error, lacking, text_tool_calls
 from .plain_json import dig, to_plain
 from .tool_args import is_strict_schema, parse_tool_arguments
 from .usage import openai_usage
@@ -42,6 +43,8 @@ class OpenAIChatProvider(OpenAIProvider):
     """``provider: openai`` — Chat Completions with tools and images."""
 
     name = "openai"
+    # request fields a compatible server refused (400): left out of every later request
+    dropped: frozenset[str] = frozenset()
 
     # ------------------------------------------------------------------ request
     def _build(self, request: ModelRequest) -> dict[str, Any]:
@@ -60,6 +63,8 @@ class OpenAIChatProvider(OpenAIProvider):
                 for t in request.tools]
         if self.reasoning_effort:
             params["reasoning_effort"] = self.reasoning_effort
+        for k in self.dropped:
+            params.pop(k, None)
         if request.response_schema is not None:
             params["response_format"] = {"type": "json_schema", "json_schema": {
                 "name": request.response_name, "schema": request.response_schema,
@@ -110,12 +115,32 @@ class OpenAIChatProvider(OpenAIProvider):
                 if p.label:
                     parts.append({"type": "text", "text": p.label})
                 parts.append({"type": "image_url", "image_url": {
-                    "url": data_url(p), "detail": self.image_detail}})
+                    "url": data_url(p), "detail": image_detail(p, self.image_detail)}})
             elif p.text:
                 parts.append({"type": "text", "text": p.text})
         return parts
 
     # ------------------------------------------------------------------ transport
+    def _attempt(self, params: dict[str, Any], request: ModelRequest,
+                 deadline: float) -> ModelReply:
+        """A compatible server's 400 for what it lacks (:mod:`.openai_compat`): a field it
+        refuses is left out and the request sent again; no images or too small a context
+        window is one clear error saying what fixes it."""
+        try:
+            return super()._attempt(params, request, deadline)
+        except ModelError as e:
+            if e.kind != "bad_request" or not self.base_url:
+                raise
+            field = lacking(e.message, params)
+            if not field:
+                clear = clear_error(e.message, params, str(self.base_url), self.model)
+                if clear is None:
+                    raise
+                raise clear from None
+        self.dropped = self.dropped | {field}
+        params.pop(field, None)
+        return super()._attempt(params, request, deadline)
+
     def _send(self, params: dict[str, Any], timeout_s: float, deadline: float) -> Any:
         if not self.stream:
             return self._read_json(self._client.chat.completions.with_streaming_response.create(
@@ -191,6 +216,8 @@ class OpenAIChatProvider(OpenAIProvider):
                 err = err or "the tool call has no name"
             calls.append(ToolCall(id=str(tc.get("id") or f"call_{i}"), name=name,
                                   arguments=args, parse_error=err))
+        if not calls and request.tools and text.strip():  # a server that writes calls as text
+            text, calls = text_tool_calls(text, {t.name for t in request.tools})
         if not text.strip() and not calls:
             raise ModelError("empty", f"reply has no text and no tool call (finish_reason "
                              f"{finish or 'missing'})", model=self.model)
@@ -201,6 +228,18 @@ class OpenAIChatProvider(OpenAIProvider):
                              dig(u, "prompt_tokens_details", "cached_tokens"))
         return ModelReply(text=text, tool_calls=tuple(calls), usage=usage,
                           model=str(raw.get("model") or self.model), stop_reason=finish)
+
+
+LOW_DETAIL_SIDE = 512  # OpenAI's low detail: the image seen within 512 x 512, for 85 tokens
+
+
+def image_detail(img: ImagePart, configured: str) -> str:
+    """``low`` for an image that fits :data:`LOW_DETAIL_SIDE` when ``high`` is configured: low
+    detail sees such an image whole, at its own size, for 85 tokens instead of 255 and more;
+    any other image as configured."""
+    if configured == "high" and 0 < max(img.width, img.height) <= LOW_DETAIL_SIDE:
+        return "low"
+    return configured
 
 
 def _text(content: Any) -> str:

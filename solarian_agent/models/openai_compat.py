@@ -1,0 +1,112 @@
+"""What an OpenAI-compatible server lacks, and what the ``openai`` provider does about it
+(issue 32).  Local servers (llama.cpp, Ollama, vLLM) implement Chat Completions unevenly:
+
+* **no ``tool_choice`` / no ``parallel_tool_calls``**: the provider sends neither (the harness
+  never forces a tool and reads any number of calls), and a 400 naming one of them drops it
+  from the request and retries once, for every later call too;
+* **no image input**: one clear error, because the planner points in camera images and
+  cannot do its work blind: it names the server's lack and what fixes it;
+* **no usage fields**: the reply's usage is zero; ``bench agent`` then estimates the tokens
+  and labels them estimated (:mod:`solarian_agent.benchmarks.agent_meter`);
+* **tool calls written as JSON in the text**: read back as tool calls
+  (:func:`text_tool_calls`) when they name a tool of the request;
+* **a small context window** (8k): one clear error with the window and the request's size, and
+  the options that fix it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..core.model_api import ModelError, ToolCall
+
+DROPPABLE = ("tool_choice", "parallel_tool_calls")
+_IMAGES = re.compile(r"image|vision|multimodal|mmproj", re.I)
+_CONTEXT = re.compile(r"context length|context window|context size|n_ctx|too many tokens|"
+                      r"maximum context", re.I)
+_WINDOW = re.compile(r"(?:context length|context window|context size|n_ctx)\D{0,20}?(\d[\d,]*)",
+                     re.I)
+_NEED = re.compile(r"(?:requested|request has|prompt has|need[s]?)\D{0,20}?(\d[\d,]*)", re.I)
+
+
+def lacking(message: str, params: dict[str, Any]) -> str:
+    """Which request field a 400 ``message`` refuses that can be left out, or ''."""
+    low = message.lower()
+    return next((k for k in DROPPABLE if k in params and k in low), "")
+
+
+def has_images(params: dict[str, Any]) -> bool:
+    return any(isinstance(m.get("content"), list) and any(
+        p.get("type") == "image_url" for p in m["content"]) for m in params.get("messages", []))
+
+
+def clear_error(message: str, params: dict[str, Any], base_url: str, model: str
+                ) -> ModelError | None:
+    """The one clear error for a 400 that says what the server lacks, or None."""
+    if _CONTEXT.search(message):
+        window, need = _WINDOW.search(message), _NEED.search(message)
+        sizes = f" (the server says: {message[:200]})" if window is None else (
+            f": the server's window is {window.group(1)} tokens"
+            + (f", this request needs about {need.group(1)}" if need else ""))
+        return ModelError("bad_request", f"the server at {base_url} has too small a context "
+                          f"window for the planner{sizes}. Start it with a larger one "
+                          "(llama.cpp -c 16384, Ollama num_ctx, vLLM --max-model-len), or "
+                          "send less: lower max_images_in_context and image_max_side in "
+                          "the agent config", model=model)
+    if has_images(params) and _IMAGES.search(message):
+        return ModelError("bad_request", f"the server at {base_url} takes no image input "
+                          f"({message[:160]}); the planner points in camera images, so serve "
+                          "a vision model (llama.cpp --mmproj, an Ollama vision model, vLLM "
+                          "with a multimodal model) or set planner.model to one", model=model)
+    return None
+
+
+def _candidates(text: str) -> list[Any]:
+    """JSON values found in ``text``: the whole of it, each fenced block, each line."""
+    found: list[Any] = []
+    pieces = [text] + re.findall(r"```(?:json)?\s*(.*?)```", text, re.S) + text.splitlines()
+    for piece in pieces:
+        piece = piece.strip()
+        if not piece or piece[0] not in "[{":
+            continue
+        try:
+            value = json.loads(piece)
+        except json.JSONDecodeError:
+            continue
+        found.extend(value if isinstance(value, list) else [value])
+        if piece == text.strip():
+            break  # the whole text was the JSON: its lines are parts of it
+    return found
+
+
+def text_tool_calls(text: str, tools: set[str]) -> tuple[str, list[ToolCall]]:
+    """Tool calls a model wrote as JSON in its text (``{"name": ..., "arguments": {...}}``,
+    also ``"parameters"`` or a ``"function"`` wrapper; one object, a list, fenced blocks or
+    one a line) whose name is one of ``tools``; the text without them.  A call whose
+    arguments are no JSON object keeps them as a parse error, as a ``tool_calls`` one would."""
+    calls: list[ToolCall] = []
+    for v in _candidates(text):
+        if not isinstance(v, dict):
+            continue
+        fn = v.get("function") if isinstance(v.get("function"), dict) else v
+        name = fn.get("name")
+        if not isinstance(name, str) or name not in tools:
+            continue
+        args = fn.get("arguments", fn.get("parameters", {}))
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except json.JSONDecodeError:
+                args = None
+        err = "" if isinstance(args, dict) else "the tool call's arguments are not a JSON object"
+        calls.append(ToolCall(f"text_call_{len(calls)}", name,
+                              args if isinstance(args, dict) else {}, parse_error=err))
+    if not calls:
+        return text, []
+    rest = [ln for ln in text.splitlines() if not ln.strip().startswith(("{", "[", "```"))]
+    return "\n".join(rest).strip(), calls
+
+
+__all__ = ["DROPPABLE", "clear_error", "has_images", "lacking", "text_tool_calls"]

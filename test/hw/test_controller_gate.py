@@ -24,11 +24,14 @@ def test_the_operator_takes_the_real_arm_in_mid_motion():
     def send(source: str, **joints: float) -> None:
         cmd.publish(JointCommand(0.0, tuple(joints), tuple(joints.values()), 0.0, source))
 
-    def run(seconds: float, **again: float) -> None:
+    def run(seconds: float, operator: dict[str, float] | None = None, **again: float) -> None:
         """Step the control loop; ``again``: the agent's target, sent again every tick (as
-        a skill refreshes its command)."""
+        a skill refreshes its command); ``operator``: the operator's, likewise (a teleop
+        repeats its command: one left alone goes quiet and the arm holds)."""
         end = time.monotonic() + seconds
         while time.monotonic() < end:
+            if operator:
+                send("operator", **operator)
             if again:
                 send("agent", **again)
             arm.step()
@@ -46,7 +49,7 @@ def test_the_operator_takes_the_real_arm_in_mid_motion():
         assert arm.gate.holder(arm.clock.now()) == "agent"
         send("operator", gripper=0.3)
         assert arm.gate.holder(arm.clock.now()) == "operator"
-        run(1.2, **target)  # the skill goes on sending: refused, every time
+        run(1.2, {"gripper": 0.3}, **target)  # the skill goes on sending: refused, every time
         q = js.latest().as_dict()
         # the agent's target was dropped at the takeover: the elbow stopped near where it was
         assert q["elbow_flex"] - mid < 0.1, (mid, q["elbow_flex"], start + 0.6)

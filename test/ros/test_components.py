@@ -290,7 +290,8 @@ def test_a_skill_motion_longer_than_the_watchdog_reaches_its_target_on_the_real_
         keep_alive: bool):
     """A waypoint is commanded once; the arm's controller drops a target whose commands
     stopped for 0.08 s and ramps to rest.  The skills' arm port sends the running motion's
-    target again, so a 1 rad turn (about 1 s at the pan's speed limit) gets there; without it the arm stops
+    target again, so a 1 rad turn (about 1 s at the pan's speed limit) gets there; without it
+    the arm stops
     short, held by the watchdog, as a real SO-101 would."""
     from solarian_agent.arm.kinematics import ArmModel
     from solarian_agent.skills.ports import ArmPort

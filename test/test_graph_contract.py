@@ -27,7 +27,7 @@ from solarian_agent.core import names
 from solarian_agent.core.clock import FakeClock
 from solarian_agent.core.transport import Bus, QoS
 from solarian_agent.ros import components, launch_plan
-from solarian_agent.rosmsg import graph
+from solarian_agent.rosmsg import graph, graph_check
 from solarian_agent.rosmsg.interfaces import interface_files
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -141,7 +141,7 @@ def run_launch(kind: str, **overrides: str) -> tuple[list[_Node], list[_Process]
 
 
 def launched_graph(nodes: list[_Node], processes: list[_Process], namespace: str = ""
-                   ) -> list[graph.LaunchedNode]:
+                   ) -> list[graph_check.LaunchedNode]:
     tools: list[str] = []
     for n in nodes:
         if n.kwargs["executable"] == "skills_node":
@@ -157,7 +157,7 @@ def launched_graph(nodes: list[_Node], processes: list[_Process], namespace: str
         k = n.kwargs
         params = k.get("parameters", [{}])[0]
         spec = launch_plan.spec_for(k["package"], k["executable"], params, tools, cams)
-        out.append(graph.LaunchedNode(spec, k.get("name", ""), k.get("namespace", ""),
+        out.append(graph_check.LaunchedNode(spec, k.get("name", ""), k.get("namespace", ""),
                                       tuple(k.get("remappings", ()))))
     return out
 
@@ -180,7 +180,7 @@ def test_sim_launch_graph_is_consistent(fake_launch, overrides):
     assert {"sim_node", "skills_node", "planner_node", "robot_state_publisher"} <= set(exes)
     assert "monitor_node" in exes
     g = launched_graph(nodes, procs, values["namespace"])
-    assert graph.check_graph(g, CHAT) == []
+    assert graph_check.check_graph(g, CHAT) == []
     if overrides.get("namespace"):
         assert all(n.namespace == "robot1" for n in g)
         assert all(full.startswith("/robot1/") for n in g for _, full in n.resolved())
@@ -199,7 +199,7 @@ def test_panel_true_adds_the_panel_node_to_a_consistent_graph(fake_launch, kind,
     assert params["port"] == 0 and params["host"] == "127.0.0.1" and "config_file" in params
     g = launched_graph(nodes, procs, values["namespace"])
     assert "panel" in {n.spec.name for n in g}
-    assert graph.check_graph(g, CHAT) == []
+    assert graph_check.check_graph(g, CHAT) == []
     nodes, _, _ = run_launch(kind, **extra)
     assert "panel" not in {n.kwargs["executable"] for n in nodes}  # off by default
 
@@ -227,7 +227,7 @@ def test_robot_launch_graph_is_consistent(fake_launch):
     cams = {n.kwargs["parameters"][0]["camera"]: n.kwargs["parameters"][0]["source"]
             for n in nodes if n.kwargs["executable"] == "camera_node"}
     assert cams == {"overhead": "0", "wrist": "/dev/video2"}
-    assert graph.check_graph(launched_graph(nodes, procs), CHAT) == []
+    assert graph_check.check_graph(launched_graph(nodes, procs), CHAT) == []
 
 
 def test_robot_launch_points_through_calibrated_cameras(fake_launch, tmp_path):
@@ -265,7 +265,7 @@ def test_a_robot_launch_without_a_calibration_stops_naming_camera_file_and_comma
 
 def test_robot_launch_with_one_camera_is_consistent(fake_launch):
     nodes, procs, _ = run_launch("robot", cameras="overhead=0")
-    assert graph.check_graph(launched_graph(nodes, procs), CHAT) == []
+    assert graph_check.check_graph(launched_graph(nodes, procs), CHAT) == []
 
 
 def test_replay_launch_plays_the_bag_into_the_monitor(fake_launch):
@@ -273,14 +273,14 @@ def test_replay_launch_plays_the_bag_into_the_monitor(fake_launch):
         run_launch("replay")
     nodes, procs, _ = run_launch("replay", bag="/data/ep1", record="true")
     nsn, nsp, _ = run_launch("replay", bag="/data/ep1", namespace="r2")
-    assert graph.check_graph(launched_graph(nsn, nsp, "r2"), CHAT) == []
+    assert graph_check.check_graph(launched_graph(nsn, nsp, "r2"), CHAT) == []
     # the package's own player (no rosbag2 needed): /clock and the replayed topics
     play = next(n for n in nodes if n.kwargs["executable"] == "bag_player")
     assert play.kwargs["parameters"][0]["bag"] == "/data/ep1"
     monitor = next(n for n in nodes if n.kwargs["executable"] == "monitor_node")
     assert monitor.kwargs["parameters"][0]["use_sim_time"] is True
     g = launched_graph(nodes, procs)
-    assert graph.check_graph(g, CHAT) == []
+    assert graph_check.check_graph(g, CHAT) == []
     rec = next(p for p in procs if p.kwargs["cmd"][:3] == ["ros2", "bag", "record"])
     assert rec.kwargs["cmd"][-1] == "/monitor/verdicts"
     # a bag with compressed images (the embedded recorder's) reaches the monitor raw: the
@@ -345,11 +345,11 @@ def test_launch_parameters_keep_their_types(fake_launch):
 
 def test_check_graph_catches_mismatches():
     cams = ["overhead"]
-    good = [graph.LaunchedNode(graph.sim_node(("overhead",))),
-            graph.LaunchedNode(graph.skills_node(["wait"], cams)),
-            graph.LaunchedNode(graph.monitor_node(cams)),
-            graph.LaunchedNode(graph.planner_node(cams, ["wait"]))]
-    probs = graph.check_graph(good, CHAT)
+    good = [graph_check.LaunchedNode(graph.sim_node(("overhead",))),
+            graph_check.LaunchedNode(graph.skills_node(["wait"], cams)),
+            graph_check.LaunchedNode(graph.monitor_node(cams)),
+            graph_check.LaunchedNode(graph.planner_node(cams, ["wait"]))]
+    probs = graph_check.check_graph(good, CHAT)
     assert probs == []
     # a reliable image subscription never matches a best-effort camera
     bad_qos = graph.NodeSpec("x", "viewer", (graph.Endpoint(
@@ -362,7 +362,7 @@ def test_check_graph_catches_mismatches():
         "subscription", "agent/state", names.T_AGENT_EVENT, QoS()),))
     no_server = graph.NodeSpec("x", "caller", (graph.Endpoint(
         "action_client", "skills/fly", names.T_SKILL_ACTION),))
-    probs = graph.check_graph(good + [graph.LaunchedNode(s) for s in
+    probs = graph_check.check_graph(good + [graph_check.LaunchedNode(s) for s in
                                       (bad_qos, bad_dur, bad_type, no_server)], CHAT)
     text = "\n".join(probs)
     assert "best effort but the subscription wants reliable" in text
@@ -371,24 +371,24 @@ def test_check_graph_catches_mismatches():
     assert "skills/fly" in text and "no node in the graph serves it" in text
     assert len(probs) == 4
     # a remapping that leads nowhere, and two servers of one service
-    moved = [graph.LaunchedNode(graph.sim_node(("overhead",)), remappings=(
+    moved = [graph_check.LaunchedNode(graph.sim_node(("overhead",)), remappings=(
         ("joint_states", "arm/joint_states"),)), *good[1:],
-        graph.LaunchedNode(graph.skills_node(["wait"], cams), name="skills2")]
-    text = "\n".join(graph.check_graph(moved, CHAT))
+        graph_check.LaunchedNode(graph.skills_node(["wait"], cams), name="skills2")]
+    text = "\n".join(graph_check.check_graph(moved, CHAT))
     assert "subscribes /joint_states" in text and "has 2 servers" in text
     # operator/events comes from the sim's e-stop as well as the chat client
-    assert graph.check_graph(good, []) == []
-    no_sim = [graph.LaunchedNode(graph.skills_node(["wait"], cams)),
-              graph.LaunchedNode(graph.planner_node(cams, ["wait"]))]
-    assert any("operator/events" in p for p in graph.check_graph(no_sim, []))
+    assert graph_check.check_graph(good, []) == []
+    no_sim = [graph_check.LaunchedNode(graph.skills_node(["wait"], cams)),
+              graph_check.LaunchedNode(graph.planner_node(cams, ["wait"]))]
+    assert any("operator/events" in p for p in graph_check.check_graph(no_sim, []))
 
 
 def test_namespaces_and_remapping_resolve_like_ros():
     assert graph.expand("agent/state", "") == "/agent/state"
     assert graph.expand("agent/state", "/r1/") == "/r1/agent/state"
     assert graph.expand("/abs", "r1") == "/abs"
-    assert graph.resolve("joint_states", "r1", [("joint_states", "arm/js")]) == "/r1/arm/js"
-    assert graph.resolve("joint_states", "r1", [("/r1/joint_states", "/js")]) == "/js"
+    assert graph_check.resolve("joint_states", "r1", [("joint_states", "arm/js")]) == "/r1/arm/js"
+    assert graph_check.resolve("joint_states", "r1", [("/r1/joint_states", "/js")]) == "/js"
 
 
 # ------------------------------------------------------------------------------------------

@@ -128,12 +128,6 @@ def _restart(g, name: str, executable: str) -> None:
     g.start(executable, name, plan[name].parameters, plan[name].remappings)
 
 
-# KNOWN OPEN BUG (issue 35, not resolved): on a loaded machine the restarted planner sometimes
-# does not answer agent/message within 60 s (seen in 2 of about 6 runs; the planner's log shows
-# it running).  Non-strict xfail so that it is reported on every run (XPASS or XFAIL) while it
-# is diagnosed; remove the mark with the fix.
-@pytest.mark.xfail(strict=False, reason="issue 35: a restarted planner sometimes does not "
-                   "answer agent/message within 60 s on a loaded machine")
 def test_a_dead_planners_late_goal_is_refused_after_a_restart_whatever_ran(graph):
     g, p = graph
     dead_gen = _generation(p)

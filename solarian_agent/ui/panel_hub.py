@@ -182,7 +182,8 @@ class PanelHub:
         prev = self.state.get("status")
         if st.status == "running" or (prev == "paused" and st.status != "paused"):
             self.operator = None  # the takeover is over: the run resumed or ended
-        self.conversation.on_state([dict(m) for m in st.conversation])
+        self.conversation.on_state([dict(m) for m in st.conversation], str(st.status),
+                                   str(st.task))
         self._state_stamp = float(st.stamp)
         self._render_state()
 

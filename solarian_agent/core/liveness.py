@@ -147,6 +147,12 @@ class NodeWatch:
                     s.lost_at, s.restarted = None, False
         return out
 
+    def watched(self) -> int:
+        """How many nodes have beaten so far (a node's first beat is no change, but the
+        state that lists the nodes is out of date)."""
+        with self._lock:
+            return len(self._seen)
+
     def state(self, node: str) -> NodeState | None:
         with self._lock:
             s = self._seen.get(node)

@@ -207,7 +207,9 @@ class PanelHub:
             self.state = json_safe({
                 "status": st.status, "task": st.task, "generation": st.generation,
                 "plan": plan, "actions": actions,
-                "conversation": self.conversation.entries(), "stamp": st.stamp})
+                "conversation": self.conversation.entries(), "stamp": st.stamp,
+                # the graph's nodes as the planner sees them: up, lost or back (issue 35)
+                "nodes": [dict(n) for n in st.nodes]})
         self.broadcast({"type": "state", "state": self.state, "operator": self.operator})
 
     def _ended_step(self, step: Any) -> Any:

@@ -19,7 +19,7 @@ import signal
 import time
 
 import pytest
-from _rostest_util import NodeProcesses, Probe, wait_until
+from _rostest_util import sim_graph, wait_until
 
 from solarian_agent.ros import launch_plan
 from solarian_agent.ros.components import share_dir
@@ -35,18 +35,8 @@ ARGS = {"planner_provider": "rules", "seed": "1", "namespace": NS}
 @pytest.fixture
 def graph(real_ros, tmp_path, request):
     args = {**ARGS, **getattr(request, "param", {})}
-    g = NodeProcesses(tmp_path, namespace=NS)
-    g.start_plan(launch_plan.sim_plan(args, share_dir()))
-    probe = Probe(g.domain)
-    try:
-        nodes = [f"/{NS}/{n}" for n in ("sim_world", "skills", "monitor", "planner")]
-        missing = probe.wait_for_nodes(nodes, 90.0)
-        assert not missing, f"nodes missing: {missing}\n{g.outputs()}"
-        assert g.procs[f"{NS}/planner"].wait_for_output("planner running", 90.0), g.outputs()
-        yield g, probe
-    finally:
-        probe.close()
-        g.close()
+    with sim_graph(tmp_path, NS, args) as graph:
+        yield graph
 
 
 SHUTDOWN_NOISE = ("Traceback", "terminate called", "exception was never retrieved",

@@ -47,7 +47,13 @@ def _stops_clean(g, killed: str = "") -> None:
     """The graph, after a node died (and came back), stops as the launcher stops it (SIGINT):
     every live node exits 0 and no output says an exception was never retrieved or a
     destroyed entity was used (issue 35's shutdown messages)."""
-    codes = g.close(timeout_s=30.0)  # a loaded 2-core machine stops four nodes slowly
+    for proc in g.procs.values():
+        proc.signal(signal.SIGINT)
+    hung = [n for n, proc in g.procs.items() if proc.wait(30.0) is None]
+    for n in hung:  # every thread's stack into its output (ros/common.py), then killed
+        g.procs[n].signal(signal.SIGUSR1)
+    time.sleep(1.0 if hung else 0.0)
+    codes = g.close(timeout_s=1.0)
     bad = {n: c for n, c in codes.items() if c != 0 and n != killed}
     assert not bad, g.exit_problems(codes)
     out = g.outputs(tail=1_000_000)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from . import names
@@ -67,26 +67,39 @@ class NodeChanged(TypedEvent, kind="node_changed"):
     restarted: bool = False
 
 
-class NodeBeat:
-    """A node's beat: :meth:`tick` from one of its loops publishes every ``period_s``."""
+class PacedBeat:
+    """A heartbeat on ``topic``, at most one every ``period_s``: :meth:`tick` is called from
+    the beating node's own loop (a hung loop stops the beats), more often than the period;
+    ``make(now)`` builds each beat.  The one pacing of every beat of the graph (the nodes'
+    on ``nodes/heartbeat``, the planner's on ``agent/heartbeat``)."""
 
-    def __init__(self, bus: Bus, clock: Clock, node: str, period_s: float = NODE_BEAT_S,
-                 status: str = "up") -> None:
+    def __init__(self, bus: Bus, clock: Clock, node: str, topic: str, qos: QoS,
+                 make: Callable[[float], Heartbeat], period_s: float = NODE_BEAT_S) -> None:
         self.clock = clock
         self.node = node
         self.period_s = period_s
-        self.status = status
-        self.instance = uuid.uuid4().hex[:12]
+        self._make = make
         self._next = float("-inf")
-        self._pub = bus.publisher(names.NODES_HEARTBEAT, names.T_HEARTBEAT, BEAT_QOS,
-                                  node=node)
+        self._pub = bus.publisher(topic, names.T_HEARTBEAT, qos, node=node)
 
     def tick(self) -> None:
         now = self.clock.now()
         if now < self._next:
             return
         self._next = now + self.period_s
-        self._pub.publish(Heartbeat(now, self.node, self.status, 0, self.instance))
+        self._pub.publish(self._make(now))
+
+
+class NodeBeat(PacedBeat):
+    """A node's beat on ``nodes/heartbeat`` with this process's ``instance``."""
+
+    def __init__(self, bus: Bus, clock: Clock, node: str, period_s: float = NODE_BEAT_S,
+                 status: str = "up") -> None:
+        self.status = status
+        self.instance = uuid.uuid4().hex[:12]
+        super().__init__(bus, clock, node, names.NODES_HEARTBEAT, BEAT_QOS,
+                         lambda now: Heartbeat(now, self.node, self.status, 0, self.instance),
+                         period_s)
 
 
 @dataclass
@@ -147,6 +160,12 @@ class NodeWatch:
                     s.lost_at, s.restarted = None, False
         return out
 
+    def watched(self) -> int:
+        """How many nodes have beaten so far (a node's first beat is no change, but the
+        state that lists the nodes is out of date)."""
+        with self._lock:
+            return len(self._seen)
+
     def state(self, node: str) -> NodeState | None:
         with self._lock:
             s = self._seen.get(node)
@@ -161,4 +180,4 @@ class NodeWatch:
 
 
 __all__ = ["BEAT_QOS", "DEFAULT_LOST_AFTER_S", "MAX_LOST_AFTER_S", "NODE_BEAT_S", "NodeBeat",
-           "NodeChange", "NodeChanged", "NodeState", "NodeWatch"]
+           "NodeChange", "NodeChanged", "NodeState", "NodeWatch", "PacedBeat"]

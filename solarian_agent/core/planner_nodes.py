@@ -55,6 +55,7 @@ class NodeReactions:
         self.changes: list[tuple[float, NodeChange]] = []  # what was seen, for tests and logs
         self._lost_since: dict[str, float] = {}
         self._calls_while_lost = 0
+        self._watched = 0  # how many nodes the published state lists
 
     def hold_call(self) -> bool:
         """Whether the next model call waits: the skills node is lost and the model was
@@ -85,7 +86,9 @@ class NodeReactions:
                     # from it, or every goal would be refused as ahead of it
                     self._runs.advance_generation("the skills node restarted", "agent")
                 self._tell(ch.describe() + " Continue the task: retry what it lost if needed.")
-        if changes:
+        watched = self.watch.watched()
+        if changes or watched != self._watched:  # a node that joined is shown up at once
+            self._watched = watched
             self._state.publish()
         since = self._lost_since.get(SKILLS)
         if since is not None and self._run.active and now - since > self.node_wait_s:

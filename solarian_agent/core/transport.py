@@ -281,7 +281,8 @@ class Endpoint:
 class _Service:
     name: str
     srv_type: str
-    handler: Callable[[Any], Any]
+    handler: Callable[..., Any]
+    timed: bool = False  # the handler takes (request, timeout_s): it forwards the wait
 
 
 class Bus:
@@ -344,12 +345,16 @@ class Bus:
 
     # services ------------------------------------------------------------------------------
     def create_service(
-        self, name: str, srv_type: str, handler: Callable[[Any], Any], node: str = ""
+        self, name: str, srv_type: str, handler: Callable[..., Any], node: str = "",
+        timed: bool = False,
     ) -> None:
+        """``timed``: ``handler(request, timeout_s)`` gets the caller's timeout (a handler
+        that waits on another process, as the ROS bridge's client does, waits no longer than
+        the caller asked)."""
         with self._lock:
             if name in self._services:
                 raise TransportError(f"service {name!r} already has a server")
-            self._services[name] = _Service(name, srv_type, handler)
+            self._services[name] = _Service(name, srv_type, handler, timed)
             self.endpoints.append(Endpoint("service", name, srv_type, None, node))
 
     def call(self, name: str, request: Any, timeout_s: float = 5.0) -> Any:
@@ -361,6 +366,8 @@ class Bus:
             svc = self._services.get(name)
         if svc is None:
             raise ServiceUnavailableError(f"no server for service {name!r}")
+        if svc.timed:
+            return svc.handler(request, timeout_s)
         return svc.handler(request)
 
     def has_service(self, name: str) -> bool:

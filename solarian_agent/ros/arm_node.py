@@ -144,6 +144,11 @@ def main(args: Sequence[str] | None = None) -> int:
         return 2
     log = node.get_logger()
     spinner = common.Spinner(node, stop, bridge=node.bridge).start()
+    # the node's beat on nodes/heartbeat, whatever its lifecycle state: the planner sees the
+    # arm's process up, lost or back (the control loop runs only while active)
+    beats = common.LoopRunner([lp for lp in node.node_core.loops if lp.name == "heartbeat"],
+                              log)
+    beats.start()
     try:
         if autostart and not stop.is_set():
             if node.trigger_configure() == TransitionCallbackReturn.SUCCESS:
@@ -153,6 +158,7 @@ def main(args: Sequence[str] | None = None) -> int:
         while not stop.is_set() and rclpy.ok():
             stop.wait(0.2)
     finally:
+        beats.join()
         node.bridge.close()
         node._stop_loop()
         if node.core_ is not None:

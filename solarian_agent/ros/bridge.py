@@ -306,32 +306,36 @@ class Bridge:
         self._entities.append(client)
         self.clients[e.name] = client
 
-        def call(request: Any) -> Any:
+        def call(request: Any, timeout_s: float) -> Any:
             # runs on a node loop thread (planner / monitor tick), never in a ROS callback:
-            # the response comes through the executor thread, which would be the one waiting
+            # the response comes through the executor thread, which would be the one waiting.
+            # The caller's timeout bounds the whole call, the wait for the server included (a
+            # 2 s request never blocks its loop for longer); service_timeout_s caps it
             if threading.get_ident() == self.executor_thread:
                 raise TransportError(f"service {e.name!r} called from a ROS callback (it "
                                      "would wait on its own executor); call it from a loop")
             if self.closing.is_set():
                 raise ServiceUnavailableError(f"{e.name}: node shutting down")
+            timeout_s = min(timeout_s, self.service_timeout_s)
+            end = time.monotonic() + timeout_s
             if not client.service_is_ready() and not client.wait_for_service(
-                    timeout_sec=min(1.0, self.service_timeout_s)):
+                    timeout_sec=min(1.0, timeout_s)):
                 raise ServiceUnavailableError(f"no server for service {e.name!r} in the graph")
             done = threading.Event()
             future = client.call_async(cv.to_ros(self.codec, req_t, request))
             future.add_done_callback(lambda _f: done.set())
-            if not done.wait(self.service_timeout_s):
+            if not done.wait(max(0.0, end - time.monotonic())):
                 remove = getattr(client, "remove_pending_request", None)
                 if remove is not None:
                     remove(future)
                 raise ServiceTimeoutError(f"service {e.name!r} did not answer within "
-                                          f"{self.service_timeout_s:g} s")
+                                          f"{timeout_s:g} s")
             reply = future.result()
             if reply is None:
                 raise ServiceUnavailableError(f"service {e.name!r} returned no reply")
             return cv.from_ros(resp_t, reply)
 
-        self.bus.create_service(e.name, e.type, call, node=BRIDGE_NODE)
+        self.bus.create_service(e.name, e.type, call, node=BRIDGE_NODE, timed=True)
 
     # actions: serving (skills node) -----------------------------------------------------------
     def _add_action_server(self, e: Endpoint) -> None:

@@ -9,6 +9,7 @@ let the executor deliver those results, then shut down.
 from __future__ import annotations
 
 import datetime as _dt
+import faulthandler
 import signal
 import threading
 import time
@@ -58,6 +59,9 @@ def init(args: Sequence[str] | None = None) -> threading.Event:
     event is set by SIGINT / SIGTERM from now on (the node's ``stop``)."""
     stop = threading.Event()
     stop_on_signals(stop)
+    # SIGUSR1 writes every thread's stack to stderr: how a node that does not stop is
+    # diagnosed (the tests send it before they kill a node that missed its deadline)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         from rclpy.signals import SignalHandlerOptions
 

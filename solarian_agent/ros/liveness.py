@@ -20,6 +20,7 @@ from typing import Any
 
 from ..core import names
 from ..core.clock import Clock
+from ..core.liveness import PacedBeat
 from ..core.messages import Heartbeat
 from ..core.transport import Bus, QoS
 
@@ -27,28 +28,21 @@ HEARTBEAT_PERIOD_S = 0.25
 DEFAULT_PLANNER_TIMEOUT_S = 2.0  # eight missed beats
 
 
-class HeartbeatPublisher:
+class HeartbeatPublisher(PacedBeat):
     """Beats every ``period_s`` when :meth:`tick` is called from the planner's loop (a hung
-    loop stops the beats; a model call in flight does not, it runs on its own thread)."""
+    loop stops the beats; a model call in flight does not, it runs on its own thread); each
+    beat carries the planner's status and generation."""
 
     def __init__(self, bus: Bus, clock: Clock, node: str,
                  state: Callable[[], tuple[str, int]], period_s: float = HEARTBEAT_PERIOD_S
                  ) -> None:
-        self.clock = clock
-        self.node = node
         self.state = state
-        self.period_s = period_s
-        self._next = float("-inf")
-        self._pub = bus.publisher(names.AGENT_HEARTBEAT, names.T_HEARTBEAT, QoS(depth=1),
-                                  node=node)
+        super().__init__(bus, clock, node, names.AGENT_HEARTBEAT, QoS(depth=1), self._beat,
+                         period_s)
 
-    def tick(self) -> None:
-        now = self.clock.now()
-        if now < self._next:
-            return
-        self._next = now + self.period_s
+    def _beat(self, now: float) -> Heartbeat:
         status, generation = self.state()
-        self._pub.publish(Heartbeat(now, self.node, status, generation))
+        return Heartbeat(now, self.node, status, generation)
 
 
 class PlannerWatchdog:

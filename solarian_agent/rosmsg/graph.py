@@ -193,6 +193,7 @@ def arm_node() -> NodeSpec:
             _srv(names.ESTOP_RESET, names.T_TRIGGER),
             *gate_endpoints(),
             _srv(SET_TORQUE, T_SET_BOOL),
+            _beat(),
         ),
         lifecycle=True,
         description="The SO-101 hardware interface (Feetech bus), a lifecycle node: configure "

@@ -15,6 +15,11 @@ and a service reply), so the state that holds the message can come first. A user
 planner lists while nothing is pending for it is remembered for a short while (``claim_for_s``)
 so that the acceptance that follows finds it seen and adds nothing pending.
 
+Once the planner's run has ended, a pending message that is its task, or a user entry anywhere
+in its list, is seen: the diff of two lists can miss an entry (the same exchange again after a
+reset whose event comes later, on another topic), and a message must never stay pending after
+its run ended.
+
 The planner's list is its last 50 entries (a sliding window, or emptied by a reset); the view
 keeps its own bounded timeline of what it has seen, so a note stays where it was.
 """
@@ -28,6 +33,7 @@ from typing import Any
 from .event_lines import describe_event
 from .link import new_entries
 
+ENDED = ("succeeded", "failed", "cancelled", "budget_exhausted")
 REFUSALS = ("tool_refused", "action_refused", "target_rejected")
 # why the planner says nothing: its model fails (retried with a backoff, then silent)
 PLANNER_NOTES = ("planner_model_retry", "planner_silent", "planner_model_ok")
@@ -46,7 +52,8 @@ class ConversationView:
         self.timeline: collections.deque[dict[str, Any]] = collections.deque(maxlen=keep)
         self.pending: collections.deque[dict[str, Any]] = collections.deque(maxlen=pending_max)
 
-    def on_state(self, conversation: list[dict[str, Any]]) -> None:
+    def on_state(self, conversation: list[dict[str, Any]], status: str = "",
+                 task: str = "") -> None:
         conv = [dict(m) for m in conversation]
         if self._conv and conv and not _overlaps(self._conv, conv):
             self.timeline.clear()  # a reset (its event may come later, on another topic)
@@ -62,6 +69,10 @@ class ConversationView:
             self.timeline.append(m)
             if m.get("role") == "user":
                 self._confirm(str(m.get("text", "")))
+        if status in ENDED:  # the run is over: what it took in is not pending (module doc)
+            seen = {str(m.get("text", "")) for m in conv if m.get("role") == "user"}
+            for p in [p for p in self.pending if p["text"] in seen or p["text"] == task]:
+                self.pending.remove(p)
 
     def on_event(self, kind: str, data: Mapping[str, Any]) -> bool:
         """True when the event changed the view."""
@@ -115,4 +126,4 @@ def _overlaps(prev: list[dict[str, Any]], new: list[dict[str, Any]]) -> bool:
     return any(prev[-k:] == new[:k] for k in range(min(len(prev), len(new)), 0, -1))
 
 
-__all__ = ["PLANNER_NOTES", "REFUSALS", "ConversationView"]
+__all__ = ["ENDED", "PLANNER_NOTES", "REFUSALS", "ConversationView"]

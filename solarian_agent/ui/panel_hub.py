@@ -182,7 +182,8 @@ class PanelHub:
         prev = self.state.get("status")
         if st.status == "running" or (prev == "paused" and st.status != "paused"):
             self.operator = None  # the takeover is over: the run resumed or ended
-        self.conversation.on_state([dict(m) for m in st.conversation])
+        self.conversation.on_state([dict(m) for m in st.conversation], str(st.status),
+                                   str(st.task))
         self._state_stamp = float(st.stamp)
         self._render_state()
 
@@ -206,7 +207,9 @@ class PanelHub:
             self.state = json_safe({
                 "status": st.status, "task": st.task, "generation": st.generation,
                 "plan": plan, "actions": actions,
-                "conversation": self.conversation.entries(), "stamp": st.stamp})
+                "conversation": self.conversation.entries(), "stamp": st.stamp,
+                # the graph's nodes as the planner sees them: up, lost or back (issue 35)
+                "nodes": [dict(n) for n in st.nodes]})
         self.broadcast({"type": "state", "state": self.state, "operator": self.operator})
 
     def _ended_step(self, step: Any) -> Any:

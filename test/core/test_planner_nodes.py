@@ -119,3 +119,32 @@ def test_a_lost_monitor_stops_the_actions_only_it_would_end() -> None:
     assert [(d["skill"], d["outcome"]) for d in ends] == [("spin", "stopped")]
     assert "the monitor node is gone" in ends[0]["reason"]
     assert h.run_until(lambda: h.planner.status == "failed", 5)
+
+
+def test_a_node_that_joins_is_published_up_at_once():
+    """A node's first beat is no change, but agent/state must list it (the panel shows it up)
+    without waiting for another reason to publish."""
+    from solarian_agent.core.planner_nodes import NodeReactions
+
+    class _Journal:
+        def event(self, _e: Any) -> None:
+            pass
+
+    clock = FakeClock()
+    bus = Bus()
+    published: list[int] = []
+
+    class _State:
+        def publish(self) -> None:
+            published.append(watch.watched())
+
+    watch = NodeWatch(bus, clock)
+    reactions = NodeReactions(clock, watch, None, None, None, None, None, _Journal(), None,
+                              _State())
+    reactions.tick()
+    assert published == []
+    NodeBeat(bus, clock, "arm").tick()
+    reactions.tick()
+    assert published == [1] and watch.statuses()[0]["state"] == "up"
+    reactions.tick()
+    assert published == [1]  # nothing new: not published again

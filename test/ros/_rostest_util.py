@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +66,44 @@ def video_file(path: Path, size: tuple[int, int], frames: int = 60, step: int = 
         w.write(np.full((size[1], size[0], 3), (i * step) % 255, np.uint8))
     w.release()
     return str(path)
+
+
+SIM_NODES = ("sim_world", "skills", "monitor", "planner")
+
+
+@contextmanager
+def graph_up(g: NodeProcesses, nodes: Sequence[str], ready: tuple[str, str],
+             timeout_s: float = 90.0) -> Iterator[Any]:
+    """A probe on ``g``'s graph once ``nodes`` (names in ``g``'s namespace) are in the graph
+    and node ``ready[0]`` said ``ready[1]``; at the end the probe closes and ``g`` stops (its
+    nodes SIGINTed, then their process groups killed)."""
+    from solarian_agent.ros.probe import Probe
+
+    ns = f"/{g.namespace.strip('/')}/" if g.namespace.strip("/") else "/"
+    probe = Probe(g.domain)
+    try:
+        missing = probe.wait_for_nodes([ns + n for n in nodes], timeout_s)
+        assert not missing, f"nodes missing: {missing}\n{g.outputs()}"
+        key = f"{g.namespace.strip('/')}/{ready[0]}" if g.namespace.strip("/") else ready[0]
+        assert g.procs[key].wait_for_output(ready[1], timeout_s), g.outputs()
+        yield probe
+    finally:
+        probe.close()
+        g.close()
+
+
+@contextmanager
+def sim_graph(tmp: Path, namespace: str, args: Mapping[str, str]) -> Iterator[Any]:
+    """``sim.launch.py``'s nodes (the package's, from :func:`launch_plan.sim_plan` with
+    ``args`` and ``namespace:=``) as processes, running once the planner says so: yields the
+    graph and a probe on it."""
+    from solarian_agent.ros import launch_plan
+    from solarian_agent.ros.components import share_dir
+
+    g = NodeProcesses(tmp, namespace=namespace)
+    g.start_plan(launch_plan.sim_plan({**args, "namespace": namespace}, share_dir()))
+    with graph_up(g, SIM_NODES, ("planner", "planner running")) as probe:
+        yield g, probe
 
 
 def __getattr__(name: str) -> Any:

@@ -350,3 +350,42 @@ def test_text_with_lone_surrogates_crosses_the_graph(two_nodes):
     finally:
         a.close()
         b.close()
+
+
+def test_a_service_call_waits_no_longer_than_its_caller_asked(two_nodes):
+    """The bridge's client waits at most the caller's timeout, the wait for the server
+    included: a 0.5 s request on a node whose service_timeout_s is 10 s ends after 0.5 s (it
+    waited 10 s before), and one to a service with no server ends within its 0.3 s."""
+    from solarian_agent.core.errors import ServiceTimeoutError
+
+    server, client = two_nodes
+    release = threading.Event()
+    try:
+        bus = Bus()
+
+        def observe(req):
+            release.wait(20.0)  # the model is thinking
+            return {"ok": True, "description": "", "focus": req.get("focus", "")}
+
+        bus.create_service(names.OBSERVE_SCENE, names.T_OBSERVE_SCENE, observe)
+        _, other = _serve(server, client, bus, (names.OBSERVE_SCENE,))
+        release.set()  # first: the server answers (it is up and matched)
+        assert other.call(names.OBSERVE_SCENE, {"focus": ""}, timeout_s=30.0)["ok"]
+        release.clear()
+        t0 = time.monotonic()
+        with pytest.raises(ServiceTimeoutError, match="within 0.5 s"):
+            other.call(names.OBSERVE_SCENE, {"focus": "the cup"}, timeout_s=0.5)
+        took = time.monotonic() - t0
+        assert 0.5 <= took < 2.0, took
+        from solarian_agent.ros.bridge import Bridge
+
+        lone = Bus()
+        Bridge(client, lone, service_timeout_s=10.0).add(
+            [graph.Endpoint("client", names.AGENT_RESET, names.T_AGENT_COMMAND)])
+        t0 = time.monotonic()
+        with pytest.raises(ServiceUnavailableError):
+            lone.call(names.AGENT_RESET, {"text": "", "by": "test"}, timeout_s=0.3)
+        took = time.monotonic() - t0
+        assert 0.3 <= took < 0.9, took  # it waited 1 s for the server before
+    finally:
+        release.set()

@@ -12,7 +12,7 @@ import json
 import time
 
 import pytest
-from _rostest_util import NodeProcesses, Probe, ros_type, wait_until
+from _rostest_util import NodeProcesses, graph_up, ros_type, wait_until
 
 pytestmark = [pytest.mark.usefixtures("real_ros"), pytest.mark.timeout(300)]
 
@@ -21,19 +21,11 @@ NS = "gs"
 
 @pytest.fixture(scope="module")
 def graph(real_ros, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("gate_skill")
-    g = NodeProcesses(tmp, namespace=NS)
+    g = NodeProcesses(tmp_path_factory.mktemp("gate_skill"), namespace=NS)
     g.start("sim_node", "sim_world", {"seed": 7})
     g.start("skills_node", "skills", {"tool_set": "tidy", "planner_timeout_s": 0.0})
-    p = Probe(g.domain)
-    try:
-        missing = p.wait_for_nodes([f"/{NS}/sim_world", f"/{NS}/skills"], 90.0)
-        assert not missing, g.outputs()
-        assert g.procs[f"{NS}/skills"].wait_for_output("skills running", 90.0), g.outputs()
+    with graph_up(g, ("sim_world", "skills"), ("skills", "skills running")) as p:
         yield g, p
-    finally:
-        p.close()
-        g.close()
 
 
 def _joints(p):

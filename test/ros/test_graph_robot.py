@@ -15,7 +15,7 @@ import threading
 import cv2
 import numpy as np
 import pytest
-from _rostest_util import NodeProcesses, Probe, video_file
+from _rostest_util import NodeProcesses, Probe, video_file, wait_until
 
 from solarian_agent.hw.camera.calibration import CameraCalibration, Extrinsics, rotation_angle_deg
 from solarian_agent.hw.camera.model import CalibratedCamera
@@ -95,6 +95,21 @@ def test_the_arm_is_active_on_its_servo_bus(robot):
     assert state.current_state.label == "active"
     (js,) = p.messages("sensor_msgs/msg/JointState", "joint_states")
     assert list(js.name)[-1] == "gripper"
+
+
+def test_the_planner_sees_every_node_of_the_robot_up_the_arm_included(robot):
+    """Every node beats on nodes/heartbeat (the arm node whatever its lifecycle state): the
+    planner's agent/state lists each as up (issue 35: a lost one would say lost)."""
+    g, p = robot
+    want = {"arm", "camera_overhead", "camera_wrist", "skills", "monitor"}
+
+    def seen():
+        got = p.messages("solarian_agent/msg/AgentState", "agent/state", "latched",
+                         timeout_s=5.0)
+        return {n.node: n.state for n in got[-1].nodes} if got else {}
+
+    assert wait_until(lambda: want <= set(seen()), 30.0, 0.5), seen()
+    assert all(seen()[n] == "up" for n in want), seen()
 
 
 def test_a_skill_goal_runs_against_the_hardware_drivers(robot):

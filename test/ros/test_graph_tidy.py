@@ -12,10 +12,7 @@ import signal
 import time
 
 import pytest
-from _rostest_util import NodeProcesses, Probe, wait_until
-
-from solarian_agent.ros import launch_plan
-from solarian_agent.ros.components import share_dir
+from _rostest_util import sim_graph, wait_until
 
 pytestmark = [pytest.mark.usefixtures("real_ros"), pytest.mark.timeout(900)]
 
@@ -27,20 +24,9 @@ ENDED = ("succeeded", "failed", "cancelled", "budget_exhausted")
 @pytest.fixture(scope="module")
 def tidy_graph(real_ros, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("tidy")
-    g = NodeProcesses(tmp, namespace=NS)
-    args = {"planner_provider": "rules", "seed": "1", "namespace": NS,
-            "log_root": str(tmp / "episodes")}
-    g.start_plan(launch_plan.sim_plan(args, share_dir()))
-    probe = Probe(g.domain)
-    try:
-        nodes = [f"/{NS}/{n}" for n in ("sim_world", "skills", "monitor", "planner")]
-        missing = probe.wait_for_nodes(nodes, 90.0)
-        assert not missing, f"nodes missing: {missing}\n{g.outputs()}"
-        assert g.procs[f"{NS}/planner"].wait_for_output("planner running", 90.0), g.outputs()
-        yield g, probe
-    finally:
-        probe.close()
-        g.close()
+    args = {"planner_provider": "rules", "seed": "1", "log_root": str(tmp / "episodes")}
+    with sim_graph(tmp, NS, args) as graph:
+        yield graph
 
 
 def _state_listener(p):

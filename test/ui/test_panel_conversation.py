@@ -135,3 +135,34 @@ def test_a_pending_message_expires_and_a_reset_clears_the_timeline():
     view.on_state([{"role": "user", "text": "fresh"}])  # no overlap: the planner was reset
     assert [m["text"] for m in view.entries()] == ["fresh"]
     assert view.on_event("conversation_reset", {}) and view.entries() == []
+
+
+def test_no_message_stays_pending_after_its_run_ended():
+    """The same exchange again after a reset whose event has not come yet: the diff of the
+    two lists sees nothing new, so the message stayed pending (for 120 s) after its run had
+    succeeded.  Once the run has ended, its task or a user entry of its list is seen."""
+    now = [0.0]
+    view = ConversationView(lambda: now[0], claim_for_s=30.0)
+    first = [{"role": "user", "text": "tidy"}, {"role": "agent", "text": "done"}]
+    view.on_state(first, "succeeded", "tidy")
+    now[0] = 60.0
+    view.expire()
+    # /reset, then the same words again: the new run's list is the same as the old one
+    view.sent("tidy")
+    view.on_state(first, "running", "tidy")
+    assert [m.get("pending") for m in view.entries()] == [None, None, True]
+    view.on_state(first, "succeeded", "tidy")
+    assert not [m for m in view.entries() if m.get("pending")]
+    # a message sent after the run ended, not yet taken in, is still pending
+    view.sent("now the bin")
+    view.on_state(first, "succeeded", "tidy")
+    assert [m["text"] for m in view.entries() if m.get("pending")] == ["now the bin"]
+
+
+def test_the_hub_gives_the_view_the_runs_status_and_task():
+    hub, link = _hub()
+    seen = []
+    hub.conversation.on_state = lambda conv, status="", task="": seen.append((status, task))
+    link.emit("state", _state("succeeded"))
+    hub._process(hub.intake.drain())
+    assert seen == [("succeeded", "tidy")]

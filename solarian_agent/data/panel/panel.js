@@ -56,6 +56,11 @@ function renderState() {
   $("status").dataset.status = status;
   $("task").textContent = st.task || "";
   $("generation").textContent = st.generation ? "gen " + st.generation : "";
+  // each node of the graph, as the planner sees it (a lost node is said, a node back too)
+  $("nodes").replaceChildren(...(st.nodes || []).map(n =>
+    el("span", { class: "node", "data-node": n.node, "data-state": n.state,
+                 title: `${n.node}: ${n.state} for ${Number(n.since_s || 0).toFixed(0)} s` },
+       `${n.node} ${n.state}`)));
 
   const plan = $("plan");
   plan.replaceChildren();

@@ -289,8 +289,7 @@ class ToolCalls:
                               step=step.index if step else None))
                 turn.results[ps.call.id] = tool_msg(
                     ps.call, f"started action {ps.action_id} ({ps.tool}): task id "
-                             f"{ps.action_id}, running in the background with no result yet; "
-                             "its result arrives as its own event. You will be woken when it "
+                             f"{ps.action_id}, no result yet; you are woken with it when it "
                              "ends or something needs you")
             elif st.terminal:
                 turn.pending.remove(ps)

@@ -46,6 +46,11 @@ class ModelEndpointConfig:
     timeout_s: float = field(default=60.0, metadata=_rng(0.0, 3600.0, lo_open=True))
     max_retries: int = field(default=3, metadata=_rng(0, 10))
     max_tokens: int = field(default=4096, metadata=_rng(1, 200_000))
+    # provider openai: null sends neither tool_choice nor parallel_tool_calls (the server's
+    # defaults; the harness reads any number of calls a turn); false asks for one call a turn
+    # (a small model may do better so), true for any number; either is sent with
+    # tool_choice "auto", and a server that refuses a field has it left out (issue 32)
+    parallel_tool_calls: bool | None = None
 
     ALLOWED = {"provider": PLANNER_PROVIDERS,
                "reasoning_effort": (None, "minimal", "low", "medium", "high")}

@@ -41,8 +41,15 @@ def lacking(message: str, params: dict[str, Any]) -> str:
     return next((k for k in DROPPABLE if k in params and k in low), "")
 
 
+# a server that takes no images at all (llama.cpp without --mmproj, a text-only Ollama or
+# vLLM model), not one that refused one bad image
+_NO_IMAGES = re.compile(r"(?:image|vision|multimodal)[^.]{0,40}(?:not supported|unsupported|"
+                        r"not enabled)|(?:not support|cannot|can't|unable to)[^.]{0,40}"
+                        r"(?:image|vision)|not a multimodal|mmproj|projector", re.I)
+
+
 def refuses_images(message: str) -> bool:
-    return bool(_IMAGES.search(message))
+    return bool(_NO_IMAGES.search(message))
 
 
 def refuses_context(message: str) -> bool:

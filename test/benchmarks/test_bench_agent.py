@@ -49,6 +49,16 @@ def test_rules_planner_json_results_file_and_plot(tmp_path: Path, capsys) -> Non
     assert "rules:rules-v1" in plot.read_text() and "<svg" in plot.read_text()
 
 
+def test_two_jobs_run_the_same_seeds_in_worker_processes(capsys) -> None:
+    assert agent_cli.main(["--seeds", "2", "--jobs", "2", "--json"]) == 0
+    cap = capsys.readouterr()
+    out = json.loads(cap.out)
+    assert [e["seed"] for e in out["episodes"]] == [95_000, 95_001]  # in seed order
+    assert all(e["success"] and e["verified"] and e["truth"] for e in out["episodes"])
+    assert out["summary"][0]["success"] == 2
+    assert "2/2 episodes, 2 succeeded" in cap.err  # progress on stderr
+
+
 def test_a_local_server_run_prints_the_table_with_reported_usage(tmp_path, capsys,
                                                                  local_server) -> None:
     url = local_server("")

@@ -219,3 +219,13 @@ def test_on_a_server_without_images_the_views_are_described_in_text(local_server
     later = sent[1].messages[-1]
     assert not [p for p in later.content if isinstance(p, ImagePart)]
     assert "Described by the vision model" in later.text(), later.text()
+
+
+def test_which_refusals_read_as_a_server_without_images() -> None:
+    from solarian_agent.models.openai_compat import refuses_images
+
+    assert refuses_images("image input is not supported - hint: if this is unexpected, you "
+                          "may need to provide the mmproj")  # llama.cpp
+    assert refuses_images("this model does not support images")
+    assert refuses_images("Qwen2 is not a multimodal model")
+    assert not refuses_images("bad image") and not refuses_images("image too large: 30 MB")

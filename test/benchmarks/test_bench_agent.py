@@ -22,7 +22,8 @@ EPISODE_FIELDS = {"model", "seed", "success", "claimed", "verified", "truth", "f
                   "failure_detail", "turns", "model_calls", "monitor_calls", "input_tokens",
                   "cached_input_tokens", "cache_write_tokens", "output_tokens",
                   "tokens_estimated", "usd", "wall_s", "latency_p50_s", "latency_p95_s",
-                  "latencies_s", "prices_date"}
+                  "latencies_s", "prices_date", "monitor_model_calls", "monitor_input_tokens",
+                  "monitor_cached_input_tokens", "monitor_output_tokens", "monitor_usd"}
 ROW_FIELDS = {"model", "episodes", "success", "success_pct", "turns", "monitor_calls",
               "input_tokens", "cached_input_tokens", "output_tokens", "tokens_estimated",
               "usd_per_episode", "wall_s", "latency_p50_s", "latency_p95_s", "failures"}
@@ -75,6 +76,7 @@ def test_a_local_server_run_prints_the_table_with_reported_usage(tmp_path, capsy
     (["--planner", "openai"], "needs --model"),
     (["--base-url", "http://x"], "--planner openai"),
     (["--max-usd", "-1"], "--max-usd"),
+    (["--monitor", "model"], "--monitor model asks the run's model"),
 ])
 def test_bad_values_are_one_line_usage_errors(argv, says, capsys) -> None:
     with pytest.raises(SystemExit) as ex:

@@ -229,3 +229,11 @@ def test_which_refusals_read_as_a_server_without_images() -> None:
     assert refuses_images("this model does not support images")
     assert refuses_images("Qwen2 is not a multimodal model")
     assert not refuses_images("bad image") and not refuses_images("image too large: 30 MB")
+
+
+def test_monitor_model_asks_the_runs_model_and_meters_it(local_server):
+    e = _episode(local_server(""), monitor="model")
+    assert e["monitor_model_calls"] > 0 and e["monitor_input_tokens"] > 0, e
+    assert e["monitor_errors"] == [] and not e["tokens_estimated"]
+    assert e["success"], e  # answers of "cannot tell" change nothing: the skills end on
+    # their own

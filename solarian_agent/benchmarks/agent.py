@@ -22,11 +22,12 @@ from typing import Any
 
 from ..sim.faults import FaultConfig
 from .agent_meter import Budget, MeteredProvider, PriceTable, failure_of, percentile
+from .agent_monitor import monitor_backend, monitor_fields, monitor_meter
 from .episodes import TASK
 
 SEED_BASE = 95_000  # seeds no test and no other benchmark uses
 PLANNERS = ("rules", "anthropic", "openai")
-MONITORS = ("cv", "none")
+MONITORS = ("cv", "none", "model")  # model: the run's model, through the same provider
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,10 @@ def agent_episode(run: AgentRun, seed: int, prices: PriceTable) -> dict[str, Any
     model = str(inner.model)
     meter = MeteredProvider(inner, "anthropic" if run.planner == "anthropic" else "openai",
                             prices.price(model), run.budget, call_timeout_s=run.timeout_s)
+    mon = monitor_meter(run, cfg, prices) if run.monitor == "model" else None
     system = build_sim_system(config=cfg, seed=seed, faults=run.faults, planner=meter,
-                              with_monitor=run.monitor != "none", caller=InlineCaller())
+                              with_monitor=run.monitor != "none", caller=InlineCaller(),
+                              monitor_backend=monitor_backend(mon, cfg) if mon else None)
     verdicts: list[Any] = []
     system.bus.subscribe(names.MONITOR_VERDICTS, names.T_MONITOR_VERDICT,
                          callback=verdicts.append, qos=QoS(depth=10_000))
@@ -117,12 +120,14 @@ def agent_episode(run: AgentRun, seed: int, prices: PriceTable) -> dict[str, Any
         "input_tokens": u.input_tokens, "cached_input_tokens": u.cache_read_tokens,
         "cache_write_tokens": u.cache_write_tokens, "output_tokens": u.output_tokens,
         "tokens_estimated": any(c.estimated for c in meter.calls),
-        "usd": round(meter.dollars, 6), "priced": meter.price is not None,
+        # the planner's dollars and the monitor model's (--monitor model)
+        "usd": round(meter.dollars + (mon.dollars if mon else 0.0), 6),
+        "priced": meter.price is not None,
         "wall_s": round(time.perf_counter() - t0, 3), "sim_s": round(float(end["t"]), 2),
         "latency_p50_s": round(percentile(lat, 0.5), 4),
         "latency_p95_s": round(percentile(lat, 0.95), 4),
         "latencies_s": [round(x, 4) for x in lat],
-        "prices_date": prices.date,
+        "prices_date": prices.date, **monitor_fields(mon),
     }
 
 

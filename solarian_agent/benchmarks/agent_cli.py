@@ -66,7 +66,8 @@ def _parser() -> CliParser:
     p.add_argument("--base-url", default="",
                    help="an OpenAI-compatible server (llama.cpp, Ollama, vLLM) for --planner "
                         "openai")
-    p.add_argument("--monitor", choices=MONITORS, default="cv")
+    p.add_argument("--monitor", choices=MONITORS, default="cv",
+                   help="cv (offline), none, or model: the run's model, metered (default cv)")
     p.add_argument("--seeds", type=_positive_int, default=5,
                    help=f"episodes, on seeds {SEED_BASE}, {SEED_BASE + 1}, ... (default 5)")
     p.add_argument("--faults", default="none",
@@ -137,6 +138,8 @@ def main(argv: Sequence[str]) -> int:
         p.error(str(e))
     if a.planner != "rules" and not a.model:
         p.error(f"--planner {a.planner} needs --model")
+    if a.monitor == "model" and a.planner == "rules":
+        p.error("--monitor model asks the run's model: it needs --planner anthropic or openai")
     if a.base_url and a.planner != "openai":
         p.error("--base-url is for --planner openai (an OpenAI-compatible server)")
     prices = load_prices(a.prices)

@@ -15,9 +15,9 @@ metered on the way in, every reply on the way out:
 
 Rows, all measured in the same run on the same seeds:
 
-* this harness's defaults: the agent's cameras watched from the run's start (a fresh view of
-  each with every turn until the planner unwatches), sized to ``image_max_side``, images
-  beyond ``max_images_in_context`` turned into text stubs;
+* this harness's defaults: the cameras of ``watch_at_start`` watched from the run's start (a
+  fresh view of each with every turn until the planner unwatches), sized to
+  ``image_max_side``, images beyond ``max_images_in_context`` turned into text stubs;
 * views chosen by the planner: the same planner whose first reply also calls
   ``watch(cameras=[overhead])`` (the one camera it points in; holds are checked by
   ``verify_state``), so later turns carry one view;

@@ -1,15 +1,15 @@
 """``bench cost``'s row "uncached input tokens per pick-and-place" (issue 32, item 3).
 
-The product runs "put the red cup on the tray" with the ``rules`` planner and its low-token
-settings, two ordinary config keys a user sets: ``cameras: [overhead]`` (no view comes with a
-turn unless it is watched or looked at; the planner asks for the wrist when it wants it) and
-``image_max_side: 256`` (what pointing needs: a point maps back to the 640 px capture within
-about 1.3 px).  Every request the harness builds is captured and billed as a provider with a
-prefix cache bills it (:func:`~.agent_meter.estimate_usage`): the blocks a request shares from
-the start with the request before it are a cache read, the rest uncached input.  The system
-prompt and the tools, the same in every request of a session, are read from the cache from
-a session's second task on; the first task of a session writes them once, which the note
-gives.
+The product runs "put the red cup on the tray" with the ``rules`` planner on the shipped
+defaults, the path a user runs: only the overhead camera watched from a run's start
+(``watch_at_start``; the wrist is one look away), images sized to what pointing needs
+(``image_max_side``), older images beyond ``max_images_in_context`` turned to text, skill
+results trimmed to what the planner still needs (:mod:`solarian_agent.core.result_text`).
+Every request the harness builds is captured and billed as a provider with a prefix cache
+bills it (:func:`~.agent_meter.estimate_usage`): the blocks a request shares from the start
+with the request before it are a cache read, the rest uncached input.  The system prompt and
+the tools, the same in every request of a session, are read from the cache from a session's
+second task on; the first task of a session writes them once, which the note gives.
 
 The baseline is measured on the same turns of the same runs: the frame-every-turn loop simple
 LLM-robot agents use, every camera's frame at full capture size appended every turn and the
@@ -33,8 +33,6 @@ from .tokens import (
 )
 
 ROW = "uncached input tokens per pick-and-place"
-LOW_TOKEN_CAMERAS = ["overhead"]
-LOW_TOKEN_SIDE = 256
 NAMED_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1"}
 
 
@@ -55,17 +53,15 @@ class _Capture:
         return reply
 
 
-def captured_run(seed: int, low_tokens: bool = True) -> dict[str, Any]:
-    """One pick-and-place through the product: its requests, replies, whether it was done,
-    and every camera's capture size."""
+def captured_run(seed: int) -> dict[str, Any]:
+    """One pick-and-place through the product on the shipped defaults: its requests, replies,
+    whether it was done, every camera's capture size and the settings that shape images."""
     from ..core.config import load_agent_config
     from ..models.rules_planner import RulesPlanner
     from ..system import build_sim_system, default_config_path
 
     cfg = load_agent_config(default_config_path())
     every_camera = list(cfg.cameras)
-    if low_tokens:
-        cfg = replace(cfg, cameras=list(LOW_TOKEN_CAMERAS), image_max_side=LOW_TOKEN_SIDE)
     cap = _Capture(RulesPlanner())
     system = build_sim_system(config=cfg, seed=seed, planner=cap)
     try:
@@ -83,7 +79,8 @@ def captured_run(seed: int, low_tokens: bool = True) -> dict[str, Any]:
         system.shutdown()
     done = status == "succeeded" and truth["objects"]["red_cup"]["location"] == "tray"
     return {"seed": seed, "done": done, "requests": cap.requests, "replies": cap.replies,
-            "cameras": sizes}
+            "cameras": sizes, "settings": {"watch_at_start": cfg.watch_at_start,
+                                           "image_max_side": cfg.image_max_side}}
 
 
 def billed(run: dict[str, Any], provider: str) -> tuple[Usage, int]:
@@ -139,8 +136,8 @@ def rows_of(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     f"{round(outp)}; a session's first task also writes system and tools "
                     f"({round(prefix)} tokens) to the cache once; {model} at the "
                     f"{prices.date} prices: ${usd:.4f} per pick-and-place (baseline "
-                    f"${base_usd:.4f}); settings cameras: {LOW_TOKEN_CAMERAS}, "
-                    f"image_max_side: {LOW_TOKEN_SIDE}; {turns:.1f} planner requests; "
+                    f"${base_usd:.4f}); the shipped defaults "
+                    f"{runs[0]['settings'] if runs else {}}; {turns:.1f} planner requests; "
                     f"{sum(r['done'] for r in runs)}/{len(runs)} runs done"})
     return out
 

@@ -46,6 +46,11 @@ class ModelEndpointConfig:
     timeout_s: float = field(default=60.0, metadata=_rng(0.0, 3600.0, lo_open=True))
     max_retries: int = field(default=3, metadata=_rng(0, 10))
     max_tokens: int = field(default=4096, metadata=_rng(1, 200_000))
+    # provider openai: null sends neither tool_choice nor parallel_tool_calls (the server's
+    # defaults; the harness reads any number of calls a turn); false asks for one call a turn
+    # (a small model may do better so), true for any number; either is sent with
+    # tool_choice "auto", and a server that refuses a field has it left out (issue 32)
+    parallel_tool_calls: bool | None = None
 
     ALLOWED = {"provider": PLANNER_PROVIDERS,
                "reasoning_effort": (None, "minimal", "low", "medium", "high")}
@@ -127,6 +132,10 @@ class AgentConfig:
                                                                           lo_open=True))
     budgets: AgentBudgets = field(default_factory=AgentBudgets)
     cameras: list[str] = field(default_factory=list)
+    # the cameras a run watches from its start (a fresh view of each with every turn until the
+    # planner unwatch()es them); null: every one of ``cameras``.  The others are one look() or
+    # watch() away: an image only when the planner asks for it (issue 32)
+    watch_at_start: list[str] | None = None
     state_fields: dict[str, list[str]] = field(default_factory=dict)
     dry_run: bool = False
     system_prompt: str = ""
@@ -283,6 +292,8 @@ def _check_camera_names(cfg: AgentConfig, path: str) -> None:
     if cfg.runtime.vision_camera:
         named.append((f"{path}.runtime.vision_camera", cfg.runtime.vision_camera))
     named += [(f"{path}.runtime.cameras[{i}]", c) for i, c in enumerate(cfg.runtime.cameras)]
+    named += [(f"{path}.watch_at_start[{i}]", c)
+              for i, c in enumerate(cfg.watch_at_start or [])]
     for where, cam in named:
         if cam not in known:
             raise ConfigError(where, f"no camera is called {cam!r}; cameras ({path}.cameras): "
@@ -336,6 +347,9 @@ def _fit_defaults(block: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]
         if "cameras" not in rt_user and isinstance(rt.get("cameras"), list):
             rt["cameras"] = [c for c in rt["cameras"] if c in cams]
         out["runtime"] = rt
+    if "watch_at_start" not in user and isinstance(out.get("watch_at_start"), list):
+        # none of the defaults' cameras left: every camera of the user's own is watched
+        out["watch_at_start"] = [c for c in out["watch_at_start"] if c in cams] or None
     return out
 
 

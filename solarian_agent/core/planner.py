@@ -159,7 +159,8 @@ class Planner:
         frames = {c: bus.subscribe(names.image_topic(c), names.T_IMAGE, qos=QoS(depth=1),
                                    node=node) for c in cams}
         self.views = ViewManager(clock, store, lambda c: _latest(frames, c), cams,
-                                 reads_images=bool(provider.reads_images),
+                                 # read at every render: see ViewManager
+                                 reads_images=lambda: bool(self.model.provider.reads_images),
                                  describer=vision_backend,
                                  fixed=list(config.runtime.cameras),
                                  on_event=lambda k, d: self.journal.event(parse(k, d)),

@@ -289,9 +289,8 @@ class ToolCalls:
                               step=step.index if step else None))
                 turn.results[ps.call.id] = tool_msg(
                     ps.call, f"started action {ps.action_id} ({ps.tool}): task id "
-                             f"{ps.action_id}, running in the background with no result yet; "
-                             "its result arrives as its own event. You will be woken when it "
-                             "ends or something needs you")
+                             # when it wakes the planner is the system prompt's (cached)
+                             f"{ps.action_id}, no result yet")
             elif st.terminal:
                 turn.pending.remove(ps)
                 book.pop(ps.action_id)

@@ -5,8 +5,6 @@ concludes the action through ``skills/conclude`` or flags it.
 
 from __future__ import annotations
 
-import json
-
 from . import event_types as et
 from .clock import Clock
 from .config import AgentConfig
@@ -18,6 +16,7 @@ from .planner_journal import Journal, StatePublisher
 from .planner_runs import RunControl
 from .planner_state import ActionBook, RunState, TurnSlot, Wakes
 from .planner_tools import ActionInfo, ToolCatalogue
+from .result_text import result_text
 from .statuses import Outcome, RunStatus, StepStatus
 from .text import one_line, planner_wrote, quote
 
@@ -119,7 +118,7 @@ class EventHandlers:
             self.wake_for_end(res, tool, info)
             return
         extra = {k: v for k, v in res.data.items() if k != "reason"}
-        result = json.dumps(extra, default=str)
+        result = result_text(extra)  # what the planner still needs; the journal has all
         news.append(f"Action {res.action_id} ({tool}) succeeded"
                     + (f": {quote('skill', res.reason)}" if res.reason else ".")
                     + (f" Result: {quote('skill', result, 1500)}" if extra else ""))

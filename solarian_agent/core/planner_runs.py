@@ -151,8 +151,12 @@ class RunControl:
             # the timing) carry an older one and are refused
             self._claimed = self.advance_generation(
                 "a new planner started: goals sent before are refused", "agent")
-        # the agent's cameras come with every turn until the planner unwatch()es them
-        self._views.watched = list(self._cameras)
+        # the cameras watched from the start (watch_at_start; default every camera) come with
+        # every turn until the planner unwatch()es them; a robot whose cameras include none of
+        # them (cameras set by a launch) watches every camera it has
+        start = self._config.watch_at_start
+        self._views.watched = [c for c in self._cameras if start is None or c in start] \
+            or list(self._cameras)
         run = self._run
         run.begin(task, self._clock.now())
         self._refusals.reset()

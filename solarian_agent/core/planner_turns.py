@@ -175,7 +175,7 @@ class TurnCycle:
                 f"{quote('monitor', v.value, 200)} (p={v.probability:.2f})" for v in notes))
         readings = self.readings()
         if readings:
-            lines.append("Readings: " + json.dumps(readings))
+            lines.append("Readings: " + json.dumps(readings, separators=(",", ":")))
         slowed = derating_line(self._senses.arm_diagnostics.latest())
         if slowed:
             lines.append(slowed)

@@ -87,7 +87,7 @@ class ViewManager:
         frames: Callable[[str], Image | None],
         cameras: Sequence[str],
         *,
-        reads_images: bool,
+        reads_images: bool | Callable[[], bool],
         describer: VisionBackend | None = None,
         fixed: Sequence[str] = (),
         describe_timeout_s: float = 30.0,
@@ -102,7 +102,9 @@ class ViewManager:
         self.store = store
         self._frames = frames
         self.cameras = list(cameras)
-        self.reads_images = reads_images
+        # a callable is asked at every render: a provider may find out that its server takes
+        # no images (issue 32), and from then on its views are described in text
+        self._reads_images = reads_images
         self.describer = describer
         self.fixed = list(fixed)
         self.describe_timeout_s = describe_timeout_s
@@ -305,6 +307,15 @@ class ViewManager:
             why = f", pinned as {planner_wrote(v.why.split(':', 1)[1], 60)}"
         return (f"{v.id}: {what}, {v.observation.width}x{v.observation.height} px, taken "
                 f"{age:.1f} s ago{why}")
+
+    @property
+    def reads_images(self) -> bool:
+        r = self._reads_images
+        return bool(r() if callable(r) else r)
+
+    @reads_images.setter
+    def reads_images(self, value: bool) -> None:
+        self._reads_images = value
 
     def _render_view(self, v: View) -> list[Part]:
         cap = self._caption(v)

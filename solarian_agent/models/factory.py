@@ -135,7 +135,8 @@ def build_provider(
         if provider == "openai":
             from .openai_chat import OpenAIChatProvider
 
-            return OpenAIChatProvider(reasoning_effort=effort, **common)
+            return OpenAIChatProvider(reasoning_effort=effort,
+                                      parallel_tool_calls=cfg.parallel_tool_calls, **common)
         if provider == "openai_responses":
             from .openai_responses import OpenAIResponsesProvider
 

@@ -28,23 +28,42 @@ exact point mapping.  Pass ``image_limits`` for a local server with other limits
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from ..core.model_api import ImagePart, Message, ModelError, ModelReply, ModelRequest, ToolCall
 from .common import OpenAIProvider
+from .context_fit import Window, estimate, fit, window_from, without_images
 from .image_fit import data_url
-from .openai_compat import clear_error, lacking, text_tool_calls
+from .openai_compat import (
+    DROPPABLE,
+    clear_error,
+    has_images,
+    lacking,
+    refuses_context,
+    refuses_images,
+    text_tool_calls,
+)
 from .plain_json import dig, to_plain
 from .tool_args import is_strict_schema, parse_tool_arguments
 from .usage import openai_usage
+
+log = logging.getLogger(__name__)
 
 
 class OpenAIChatProvider(OpenAIProvider):
     """``provider: openai`` — Chat Completions with tools and images."""
 
     name = "openai"
-    # request fields a compatible server refused (400): left out of every later request
+    # what a compatible server refused (400), adapted to in every later request: fields left
+    # out, images sent as text, requests trimmed to its context window
     dropped: frozenset[str] = frozenset()
+    images_dropped = False
+    window: Window | None = None
+
+    def __init__(self, *, parallel_tool_calls: bool | None = None, **kwargs: Any) -> None:
+        self.parallel_tool_calls = parallel_tool_calls
+        super().__init__(**kwargs)
 
     # ------------------------------------------------------------------ request
     def _build(self, request: ModelRequest) -> dict[str, Any]:
@@ -61,6 +80,10 @@ class OpenAIChatProvider(OpenAIProvider):
             params["tools"] = [{"type": "function", "function": {
                 "name": t.name, "description": t.description, "parameters": t.parameters}}
                 for t in request.tools]
+        if request.tools and self.parallel_tool_calls is not None:
+            # planner.parallel_tool_calls: the model chooses whether to call, and how many
+            params["tool_choice"] = "auto"
+            params["parallel_tool_calls"] = self.parallel_tool_calls
         if self.reasoning_effort:
             params["reasoning_effort"] = self.reasoning_effort
         for k in self.dropped:
@@ -123,23 +146,70 @@ class OpenAIChatProvider(OpenAIProvider):
     # ------------------------------------------------------------------ transport
     def _attempt(self, params: dict[str, Any], request: ModelRequest,
                  deadline: float) -> ModelReply:
-        """A compatible server's 400 for what it lacks (:mod:`.openai_compat`): a field it
-        refuses is left out and the request sent again; no images or too small a context
-        window is one clear error saying what fixes it."""
-        try:
-            return super()._attempt(params, request, deadline)
-        except ModelError as e:
-            if e.kind != "bad_request" or not self.base_url:
-                raise
-            field = lacking(e.message, params)
-            if not field:
-                clear = clear_error(e.message, params, str(self.base_url), self.model)
-                if clear is None:
+        """A compatible server's 400 for what it lacks (:mod:`.openai_compat`) is adapted to
+        and the request sent again: a field it refuses is left out, images it cannot take
+        become text, a request over its context window is trimmed to fit
+        (:mod:`.context_fit`); each for every later call too.  What cannot be adapted to is
+        one clear error saying what fixes it."""
+        params = self._adapted(params)
+        for _ in range(len(DROPPABLE) + 3):  # each pass adapts to one more lack, or raises
+            try:
+                return super()._attempt(params, request, deadline)
+            except ModelError as e:
+                if e.kind != "bad_request" or not self.base_url:
                     raise
-                raise clear from None
-        self.dropped = self.dropped | {field}
-        params.pop(field, None)
+                params = self._adapt(e, params)
         return super()._attempt(params, request, deadline)
+
+    def _adapted(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` with what this server is known to lack already adapted to."""
+        for k in self.dropped:
+            params.pop(k, None)
+        if self.images_dropped and has_images(params):
+            params = without_images(params, str(self.base_url))
+        if self.window is not None:
+            fitted = fit(params, self.window)
+            if fitted is None:
+                raise self._too_big(params)
+            params = fitted
+        return params
+
+    def _too_big(self, params: dict[str, Any]) -> ModelError:
+        w = self.window.tokens if self.window is not None else 0
+        return ModelError("bad_request", f"the server at {self.base_url} has too small a "
+                          f"context window for the planner: its window is {w} tokens, and "
+                          f"this request needs about {estimate(params)} even with older "
+                          "messages and images left out. Start it with a larger one "
+                          "(llama.cpp -c 16384, Ollama num_ctx, vLLM --max-model-len), or "
+                          "send less: a shorter system prompt, fewer tools", model=self.model)
+
+    def _adapt(self, e: ModelError, params: dict[str, Any]) -> dict[str, Any]:
+        field = lacking(e.message, params)
+        if field:
+            self.dropped = self.dropped | {field}
+            params.pop(field, None)
+            return params
+        if has_images(params) and not self.images_dropped and refuses_images(e.message):
+            log.warning("the server at %s takes no image input: the planner's images are "
+                        "sent as a line of text from now on (%s)", self.base_url,
+                        e.message[:160])
+            self.images_dropped = True
+            self.reads_images = False  # a vision backend, if configured, describes views
+            return without_images(params, str(self.base_url))
+        window = window_from(e.message, params) if refuses_context(e.message) else None
+        if window is not None and self.window != window:
+            fitted = fit(params, window)
+            if fitted is not None:
+                if self.window is None:
+                    log.warning("the server at %s has a context window of %d tokens: "
+                                "older images and messages are left out to fit it",
+                                self.base_url, window.tokens)
+                self.window = window
+                return fitted
+        clear = clear_error(e.message, params, str(self.base_url), self.model)
+        if clear is None:
+            raise e
+        raise clear from None
 
     def _send(self, params: dict[str, Any], timeout_s: float, deadline: float) -> Any:
         if not self.stream:

@@ -1,17 +1,21 @@
 """What an OpenAI-compatible server lacks, and what the ``openai`` provider does about it
 (issue 32).  Local servers (llama.cpp, Ollama, vLLM) implement Chat Completions unevenly:
 
-* **no ``tool_choice`` / no ``parallel_tool_calls``**: the provider sends neither (the harness
-  never forces a tool and reads any number of calls), and a 400 naming one of them drops it
-  from the request and retries once, for every later call too;
-* **no image input**: one clear error, because the planner points in camera images and
-  cannot do its work blind: it names the server's lack and what fixes it;
+* **no ``tool_choice`` / no ``parallel_tool_calls``**: the provider sends them only when
+  ``planner.parallel_tool_calls`` is set (the harness never forces a tool and reads any
+  number of calls), and a 400 naming one of them drops it from the request and sends it
+  again, for every later call too;
+* **no image input**: images are sent as a line of text from then on, with one warning, and
+  the provider reads no images (a configured vision backend describes the views instead,
+  ``agent.runtime.vision``); the line names what fixes it (:mod:`.context_fit`);
 * **no usage fields**: the reply's usage is zero; ``bench agent`` then estimates the tokens
   and labels them estimated (:mod:`solarian_agent.benchmarks.agent_meter`);
 * **tool calls written as JSON in the text**: read back as tool calls
   (:func:`text_tool_calls`) when they name a tool of the request;
-* **a small context window** (8k): one clear error with the window and the request's size, and
-  the options that fix it.
+* **a small context window** (8k): requests are trimmed to the window the server states,
+  older images and messages first, keeping the system prompt, the tools, the task and the
+  newest turn (:mod:`.context_fit`); one clear error with the window and the request's size,
+  and the options that fix it, only when even that does not fit.
 """
 
 from __future__ import annotations
@@ -35,6 +39,21 @@ def lacking(message: str, params: dict[str, Any]) -> str:
     """Which request field a 400 ``message`` refuses that can be left out, or ''."""
     low = message.lower()
     return next((k for k in DROPPABLE if k in params and k in low), "")
+
+
+# a server that takes no images at all (llama.cpp without --mmproj, a text-only Ollama or
+# vLLM model), not one that refused one bad image
+_NO_IMAGES = re.compile(r"(?:image|vision|multimodal)[^.]{0,40}(?:not supported|unsupported|"
+                        r"not enabled)|(?:not support|cannot|can't|unable to)[^.]{0,40}"
+                        r"(?:image|vision)|not a multimodal|mmproj|projector", re.I)
+
+
+def refuses_images(message: str) -> bool:
+    return bool(_NO_IMAGES.search(message))
+
+
+def refuses_context(message: str) -> bool:
+    return bool(_CONTEXT.search(message))
 
 
 def has_images(params: dict[str, Any]) -> bool:
@@ -109,4 +128,5 @@ def text_tool_calls(text: str, tools: set[str]) -> tuple[str, list[ToolCall]]:
     return "\n".join(rest).strip(), calls
 
 
-__all__ = ["DROPPABLE", "clear_error", "has_images", "lacking", "text_tool_calls"]
+__all__ = ["DROPPABLE", "clear_error", "has_images", "lacking", "refuses_context",
+           "refuses_images", "text_tool_calls"]

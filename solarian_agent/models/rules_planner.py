@@ -30,11 +30,12 @@ what it could not do.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.model_api import ModelConfigError, ModelReply, ModelRequest, TextPart, ToolCall, Usage
 from .rules_predict import OutcomeModel
-from .rules_state import RELEASE_MM, RequestState
+from .rules_state import RELEASE_MM, PlanLine, RequestState
 from .task_reading import TaskReading, label, read_task
 
 STRATEGIES = ("open_loop", "step_verified", "predictive")
@@ -65,6 +66,20 @@ def _place_word(dest: str) -> str:
 
 def _pt(c: tuple[float, float]) -> list[int]:
     return [int(round(c[0])), int(round(c[1]))]
+
+
+def _plan_unchanged(shown: Sequence[PlanLine], steps: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether ``steps`` (an update_plan's) are the plan the wake shows, step for step, as
+    :meth:`~solarian_agent.core.plan.Plan.render` writes it (any doubt reads as changed)."""
+    if len(shown) != len(steps):
+        return False
+    for line, s in zip(shown, steps, strict=True):
+        args = s.get("args") or {}
+        written = ", ".join(f"{k}={v!r}" for k, v in args.items())[:120]
+        if (line.description, line.tool or None, line.status, line.args) != (
+                s.get("description"), s.get("tool"), s.get("status", "pending"), written):
+            return False
+    return True
 
 
 def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
@@ -100,7 +115,11 @@ class RulesPlanner:
 
         if request.system == PARALLEL_SYSTEM:
             return self._side_answer(request)
-        calls = self._decide(RequestState(request, self.camera, self.wrist_camera))
+        st = RequestState(request, self.camera, self.wrist_camera)
+        calls = self._decide(st)
+        if calls and calls[0][0] == "update_plan" and _plan_unchanged(st.plan,
+                                                                      calls[0][1]["steps"]):
+            calls = calls[1:]  # the plan the wake shows already: resending it costs tokens
         tool_calls = tuple(ToolCall(f"rules_{self.calls}_{i}", n, a)
                            for i, (n, a, _) in enumerate(calls))
         text = "; ".join(note or n for n, _, note in calls) or "waiting for the running action"

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.model_api import ImagePart, Message, ModelRequest
+from ..core.result_text import read_result
 from ..core.text import OPERATOR, TASK_PREFIX, find_quotes
 from ..perception import images as im
 from ..perception import scene
@@ -127,7 +128,10 @@ def readings_of(text: str) -> dict[str, Any]:
 
 def _result_data(rest: str) -> dict[str, Any]:
     m = re.search(r"Result: (.*?)\s*$", rest)
-    return _json_object(m.group(1)) if m else {}
+    if not m:
+        return {}
+    quoted = find_quotes(m.group(1))
+    return read_result(quoted[0][1] if quoted else m.group(1))
 
 
 def _is_task(msg: Message) -> bool:

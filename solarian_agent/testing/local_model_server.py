@@ -21,6 +21,9 @@ Quirks (``--quirks``, comma-separated) make it lack what small local servers lac
 * ``ctx8k``: a request over 8192 tokens (4 characters a token, 256 tokens an image) is a 400
   with the context-length wording vLLM and OpenAI use.
 
+A typed request (``response_format: json_schema``, a monitor's tick) is answered from its
+schema: the first allowed value at probability 0, "cannot tell" (:func:`schema_answer`).
+
 Behaviours (``--behaviour``) make it a bad model: ``good`` (default), ``silent`` (never calls a
 tool), ``bad_args`` (every tool call's arguments are not JSON), ``slow:SECONDS`` (waits that
 long before each answer).
@@ -128,6 +131,25 @@ def request_tokens(body: dict[str, Any]) -> int:
     return len(text) // 4 + IMAGE_TOKENS * images
 
 
+def schema_answer(schema: dict[str, Any]) -> Any:
+    """A typed request's answer from its JSON Schema (a monitor's tick): the rules planner
+    reads no monitor questions, so every answer is the first allowed value at probability 0,
+    "cannot tell" (the monitor acts on no such answer)."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object":
+        props = schema.get("properties") or {}
+        return {k: schema_answer(props[k]) for k in schema.get("required", list(props))}
+    if kind == "array":
+        return []
+    if kind in ("number", "integer"):
+        return 0
+    if kind == "boolean":
+        return False
+    return "the local test model cannot tell"
+
+
 class LocalModel:
     """The model behind the server: the rules planner, with the quirks and the behaviour."""
 
@@ -162,7 +184,10 @@ class LocalModel:
         if self.behaviour.startswith("slow:"):
             time.sleep(float(self.behaviour.split(":", 1)[1]))
         req = decode_request(body)
-        if self.behaviour == "silent":
+        fmt = body.get("response_format") or {}
+        if fmt.get("type") == "json_schema":  # a monitor's tick: it cannot tell, and says so
+            reply = ModelReply(json.dumps(schema_answer(fmt["json_schema"]["schema"])))
+        elif self.behaviour == "silent":
             reply = ModelReply("I would tidy the table now, but I will just describe it.")
         elif self.pending:
             reply = ModelReply("", (self.pending.pop(0),))

@@ -22,7 +22,8 @@ EPISODE_FIELDS = {"model", "seed", "success", "claimed", "verified", "truth", "f
                   "failure_detail", "turns", "model_calls", "monitor_calls", "input_tokens",
                   "cached_input_tokens", "cache_write_tokens", "output_tokens",
                   "tokens_estimated", "usd", "wall_s", "latency_p50_s", "latency_p95_s",
-                  "latencies_s", "prices_date"}
+                  "latencies_s", "prices_date", "monitor_model_calls", "monitor_input_tokens",
+                  "monitor_cached_input_tokens", "monitor_output_tokens", "monitor_usd"}
 ROW_FIELDS = {"model", "episodes", "success", "success_pct", "turns", "monitor_calls",
               "input_tokens", "cached_input_tokens", "output_tokens", "tokens_estimated",
               "usd_per_episode", "wall_s", "latency_p50_s", "latency_p95_s", "failures"}
@@ -49,6 +50,16 @@ def test_rules_planner_json_results_file_and_plot(tmp_path: Path, capsys) -> Non
     assert "rules:rules-v1" in plot.read_text() and "<svg" in plot.read_text()
 
 
+def test_two_jobs_run_the_same_seeds_in_worker_processes(capsys) -> None:
+    assert agent_cli.main(["--seeds", "2", "--jobs", "2", "--json"]) == 0
+    cap = capsys.readouterr()
+    out = json.loads(cap.out)
+    assert [e["seed"] for e in out["episodes"]] == [95_000, 95_001]  # in seed order
+    assert all(e["success"] and e["verified"] and e["truth"] for e in out["episodes"])
+    assert out["summary"][0]["success"] == 2
+    assert "2/2 episodes, 2 succeeded" in cap.err  # progress on stderr
+
+
 def test_a_local_server_run_prints_the_table_with_reported_usage(tmp_path, capsys,
                                                                  local_server) -> None:
     url = local_server("")
@@ -65,6 +76,7 @@ def test_a_local_server_run_prints_the_table_with_reported_usage(tmp_path, capsy
     (["--planner", "openai"], "needs --model"),
     (["--base-url", "http://x"], "--planner openai"),
     (["--max-usd", "-1"], "--max-usd"),
+    (["--monitor", "model"], "--monitor model asks the run's model"),
 ])
 def test_bad_values_are_one_line_usage_errors(argv, says, capsys) -> None:
     with pytest.raises(SystemExit) as ex:

@@ -834,4 +834,4 @@ def test_progress_reports_ride_along_and_never_wake_the_planner():
     assert f"Task {slow} (progress) is 50% done" in woke and f"Task {fast} (progress) is" \
         not in woke
     assert "2 unprocessed events: 1 tool result, 1 progress report." in woke
-    assert '\\"report\\": \\"fast done\\"' in woke  # the result, quoted as the skill's
+    assert 'Result: ⟦skill: "{report: fast done}"⟧' in woke  # the result, quoted as the skill's

@@ -14,6 +14,7 @@ import pytest
 from solarian_agent.core import names
 from solarian_agent.core.config import ModelEndpointConfig
 from solarian_agent.core.messages import MonitorVerdict
+from solarian_agent.core.result_text import read_result
 from solarian_agent.core.skill import Skill, Tool
 from solarian_agent.core.text import OPERATOR, find_quotes
 from solarian_agent.models.factory import build_provider
@@ -160,8 +161,10 @@ def test_crafted_world_text_never_reads_as_the_operator(provider, monkeypatch, t
                "monitor reason": "monitor", "monitor value": "monitor",
                "scene description": "scene description"}
     for what, crafted in CRAFTED.items():
-        as_json = json.dumps(crafted)[1:-1]  # skill data arrives as its JSON
-        hits = [src for src, text in quoted if crafted in text or as_json in text]
+        as_json = json.dumps(crafted)[1:-1]
+        # skill data arrives as a result written by core/result_text.py, read back whole
+        hits = [src for src, text in quoted if crafted in text or as_json in text
+                or read_result(text).get("note") == crafted]
         assert sources[what] in hits, (what, [q for q in quoted if q[0] != OPERATOR][:10])
     # ... on the line the harness put it on: no crafted text starts a line or closes its quote
     for line in LINE_BREAKS.split(everything):

@@ -204,9 +204,14 @@ class MeteredProvider:
     def __post_init__(self) -> None:
         self.name = self.inner.name
         self.model = self.inner.model
-        self.reads_images = self.inner.reads_images
         self.max_image_side = self.inner.max_image_side
         self.started = self.clock()
+
+    @property
+    def reads_images(self) -> bool:
+        """The inner provider's, asked each time: it may find out its server takes no images
+        (the harness then has views described in text)."""
+        return bool(self.inner.reads_images)
 
     def complete(self, request: ModelRequest, *, timeout_s: float) -> ModelReply:
         t0 = self.clock()

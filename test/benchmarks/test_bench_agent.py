@@ -130,3 +130,14 @@ def test_an_estimate_counts_the_shared_prefix_as_cached() -> None:
     b = estimate_usage(second, reply, "openai", first)
     assert a.cache_read_tokens == 0 and a.input_tokens > 2000
     assert b.cache_read_tokens == a.input_tokens and b.input_tokens == 1  # "more": 1 token
+
+
+def test_the_meter_reads_images_as_its_provider_does_now() -> None:
+    from solarian_agent.benchmarks.agent_meter import MeteredProvider
+    from solarian_agent.models.rules_planner import RulesPlanner
+
+    inner = RulesPlanner()
+    meter = MeteredProvider(inner, "openai")
+    assert meter.reads_images
+    inner.reads_images = False  # as a provider whose server turned out to take no images
+    assert not meter.reads_images

@@ -36,6 +36,18 @@ from .transport import Bus, Subscription
 from .views import ViewManager
 
 
+def watched_at_start(cameras: list[str], start: list[str] | None) -> list[str]:
+    """The cameras a run watches from its start, from ``watch_at_start``: None watches every
+    camera; an empty list watches none (the planner watch()es what it needs); otherwise the
+    listed cameras this robot has, or every camera when it has none of them (a robot whose
+    cameras a launch named differently must not start blind by accident)."""
+    if start is None:
+        return list(cameras)
+    if not start:
+        return []
+    return [c for c in cameras if c in start] or list(cameras)
+
+
 class RunControl:
     """Starts, resumes, pauses and ends the planner's run, and keeps its generation."""
 
@@ -151,12 +163,10 @@ class RunControl:
             # the timing) carry an older one and are refused
             self._claimed = self.advance_generation(
                 "a new planner started: goals sent before are refused", "agent")
-        # the cameras watched from the start (watch_at_start; default every camera) come with
-        # every turn until the planner unwatch()es them; a robot whose cameras include none of
-        # them (cameras set by a launch) watches every camera it has
-        start = self._config.watch_at_start
-        self._views.watched = [c for c in self._cameras if start is None or c in start] \
-            or list(self._cameras)
+        # the cameras watched from the start come with every turn until the planner
+        # unwatch()es them (see watched_at_start)
+        self._views.watched = watched_at_start(list(self._cameras),
+                                               self._config.watch_at_start)
         run = self._run
         run.begin(task, self._clock.now())
         self._refusals.reset()

@@ -77,3 +77,17 @@ def test_watch_at_start_is_checked_and_fits_a_users_own_cameras(tmp_path) -> Non
     assert load_config(p).watch_at_start is None
     p.write_text("agent: {watch_at_start: null}\n")
     assert load_config(p).watch_at_start is None
+
+
+def test_watch_at_start_none_every_camera_empty_none_unknown_every(tmp_path) -> None:
+    from solarian_agent.core.planner_runs import watched_at_start
+    from solarian_agent.system import load_config
+
+    cams = ["overhead", "wrist"]
+    assert watched_at_start(cams, None) == cams
+    assert watched_at_start(cams, []) == []  # the planner watch()es what it needs
+    assert watched_at_start(cams, ["wrist"]) == ["wrist"]
+    assert watched_at_start(cams, ["top"]) == cams  # cameras named differently
+    p = tmp_path / "c.yaml"
+    p.write_text("agent: {watch_at_start: []}\n")
+    assert load_config(p).watch_at_start == []

@@ -81,6 +81,8 @@ def agent_episode(run: AgentRun, seed: int, prices: PriceTable) -> dict[str, Any
     meter = MeteredProvider(inner, "anthropic" if run.planner == "anthropic" else "openai",
                             prices.price(model), run.budget, call_timeout_s=run.timeout_s)
     mon = monitor_meter(run, cfg, prices) if run.monitor == "model" else None
+    if mon is not None:  # --max-usd is the episode's: the monitor model's dollars count too
+        meter.shares_budget_with.append(mon)
     system = build_sim_system(config=cfg, seed=seed, faults=run.faults, planner=meter,
                               with_monitor=run.monitor != "none", caller=InlineCaller(),
                               monitor_backend=monitor_backend(mon, cfg) if mon else None)
@@ -121,7 +123,7 @@ def agent_episode(run: AgentRun, seed: int, prices: PriceTable) -> dict[str, Any
         "cache_write_tokens": u.cache_write_tokens, "output_tokens": u.output_tokens,
         "tokens_estimated": any(c.estimated for c in meter.calls),
         # the planner's dollars and the monitor model's (--monitor model)
-        "usd": round(meter.dollars + (mon.dollars if mon else 0.0), 6),
+        "usd": round(meter.episode_dollars, 6),
         "priced": meter.price is not None,
         "wall_s": round(time.perf_counter() - t0, 3), "sim_s": round(float(end["t"]), 2),
         "latency_p50_s": round(percentile(lat, 0.5), 4),

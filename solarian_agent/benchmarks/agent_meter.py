@@ -199,6 +199,9 @@ class MeteredProvider:
     calls: list[CallRecord] = field(default_factory=list)
     started: float = 0.0
     stopped_by: str = ""
+    # other meters whose dollars count against this one's max_usd (the monitor model's: an
+    # episode's budget is what the episode spends, planner and monitor together)
+    shares_budget_with: list[MeteredProvider] = field(default_factory=list)
     _previous: ModelRequest | None = None
 
     def __post_init__(self) -> None:
@@ -248,6 +251,11 @@ class MeteredProvider:
     def dollars(self) -> float:
         return self.price.dollars(self.usage) if self.price is not None else 0.0
 
+    @property
+    def episode_dollars(self) -> float:
+        """This meter's dollars and those of the meters sharing its budget."""
+        return self.dollars + sum(m.dollars for m in self.shares_budget_with)
+
     def hopeless(self) -> bool:
         """True once :data:`HOPELESS_IN_ROW` calls in a row failed with an error no retry
         mends (a 400, a refused key): the episode ends with it instead of idling out."""
@@ -266,8 +274,8 @@ class MeteredProvider:
             self.stopped_by = f"{len(self.calls)} model calls (max {b.max_turns})"
         elif b.max_seconds and self.clock() - self.started >= b.max_seconds:
             self.stopped_by = f"{self.clock() - self.started:.0f} s (max {b.max_seconds:g})"
-        elif b.max_usd and self.dollars >= b.max_usd:
-            self.stopped_by = f"${self.dollars:.4f} (max ${b.max_usd:g})"
+        elif b.max_usd and self.episode_dollars >= b.max_usd:
+            self.stopped_by = f"${self.episode_dollars:.4f} (max ${b.max_usd:g})"
         return bool(self.stopped_by)
 
 

@@ -49,3 +49,21 @@ def test_max_usd_stops_a_dear_episode(local_server) -> None:
     e, _ = _episode(local_server(), model="gpt-4.1", budget=Budget(20, 60.0, 0.001))
     assert not e["success"] and e["failure"] == "budget", e
     assert e["usd"] >= 0.001 and e["model_calls"] == 1 and "max $0.001" in e["failure_detail"]
+
+
+def test_max_usd_counts_the_monitor_models_dollars_too() -> None:
+    from types import SimpleNamespace
+
+    from solarian_agent.benchmarks.agent_meter import CallRecord, MeteredProvider, Price
+    from solarian_agent.core.model_api import Usage
+
+    inner = SimpleNamespace(name="openai", model="m", max_image_side=0, reads_images=True)
+    price = Price(input=1.0, cached_input=0.1, output=4.0, cache_write=1.0)  # $ per 1M
+    planner = MeteredProvider(inner, "openai", price, Budget(0, 0.0, 0.01), clock=lambda: 0.0)
+    monitor = MeteredProvider(inner, "openai", price, clock=lambda: 0.0)
+    planner.calls.append(CallRecord(0.1, Usage(input_tokens=6000), False))  # $0.006
+    monitor.calls.append(CallRecord(0.1, Usage(input_tokens=6000), False))  # $0.006
+    assert not planner.over_budget()  # the planner's own $0.006 is under $0.01
+    planner.shares_budget_with.append(monitor)
+    assert planner.over_budget() and "$0.0120 (max $0.01)" in planner.stopped_by
+    assert round(planner.episode_dollars, 6) == 0.012

@@ -38,9 +38,37 @@ IMAGE_TOKENS = 256  # an image's guess before a server's count calibrates the sc
 FILL = 0.9  # of the window: room for the server's own template tokens
 MIN_OUTPUT = 256  # the least output budget a trimmed request keeps
 
+# what a context-length refusal states: the window, the request's size, and (vLLM) how much
+# of that size is the messages and how much the completion budget (max_tokens)
 _WINDOW = re.compile(r"(?:context length|context window|context size|n_ctx)\D{0,20}?(\d[\d,]*)",
                      re.I)
 _NEED = re.compile(r"(?:requested|request has|prompt has|need[s]?)\D{0,20}?(\d[\d,]*)", re.I)
+_IN_MESSAGES = re.compile(r"(\d[\d,]*) (?:tokens )?in the messages", re.I)
+_IN_COMPLETION = re.compile(r"(\d[\d,]*) (?:tokens )?in the completion", re.I)
+
+# the fix for a window too small even for a trimmed request, in every error that says so
+ADVICE = ("Start it with a larger one (llama.cpp -c 16384, Ollama num_ctx, vLLM "
+          "--max-model-len), or send less: a shorter system prompt, fewer tools, or lower "
+          "max_images_in_context and image_max_side in the agent config")
+
+
+def _int(m: re.Match[str] | None) -> int | None:
+    return int(m.group(1).replace(",", "")) if m is not None else None
+
+
+def stated(message: str) -> tuple[int | None, int | None]:
+    """The window and the prompt's size in tokens a context-length refusal states (None
+    where it states none).  The prompt is the messages alone: a size that includes the
+    completion budget ("9096 tokens (5000 in the messages, 4096 in the completion)") has
+    that budget taken out, since :func:`estimate` counts no output."""
+    window, need = _int(_WINDOW.search(message)), _int(_NEED.search(message))
+    in_messages = _int(_IN_MESSAGES.search(message))
+    if in_messages is not None:
+        return window, in_messages
+    completion = _int(_IN_COMPLETION.search(message))
+    if need is not None and completion is not None:
+        need = max(0, need - completion)
+    return window, need
 
 
 @dataclass(frozen=True)
@@ -70,16 +98,14 @@ def estimate(params: dict[str, Any]) -> int:
 
 def window_from(message: str, params: dict[str, Any]) -> Window | None:
     """The window a context-length refusal states (None if it states none)."""
-    w = _WINDOW.search(message)
-    if w is None:
+    tokens, need = stated(message)
+    if tokens is None:
         return None
-    tokens = int(w.group(1).replace(",", ""))
-    need = _NEED.search(message)
     scale = 1.0
-    if need is not None:
+    if need:
         est = estimate(params)
         if est > 0:  # the server's count against ours, within reason
-            scale = min(4.0, max(0.5, int(need.group(1).replace(",", "")) / est))
+            scale = min(4.0, max(0.5, need / est))
     return Window(tokens, scale) if tokens > 0 else None
 
 
@@ -167,4 +193,4 @@ def without_images(params: dict[str, Any], base_url: str) -> dict[str, Any]:
     return {**params, "messages": [_stub_images(m, why) for m in params.get("messages") or []]}
 
 
-__all__ = ["Window", "estimate", "fit", "window_from", "without_images"]
+__all__ = ["ADVICE", "Window", "estimate", "fit", "stated", "window_from", "without_images"]

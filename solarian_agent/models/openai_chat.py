@@ -33,7 +33,7 @@ from typing import Any
 
 from ..core.model_api import ImagePart, Message, ModelError, ModelReply, ModelRequest, ToolCall
 from .common import OpenAIProvider
-from .context_fit import Window, estimate, fit, window_from, without_images
+from .context_fit import ADVICE, Window, estimate, fit, window_from, without_images
 from .image_fit import data_url
 from .openai_compat import (
     DROPPABLE,
@@ -179,9 +179,7 @@ class OpenAIChatProvider(OpenAIProvider):
         return ModelError("bad_request", f"the server at {self.base_url} has too small a "
                           f"context window for the planner: its window is {w} tokens, and "
                           f"this request needs about {estimate(params)} even with older "
-                          "messages and images left out. Start it with a larger one "
-                          "(llama.cpp -c 16384, Ollama num_ctx, vLLM --max-model-len), or "
-                          "send less: a shorter system prompt, fewer tools", model=self.model)
+                          f"messages and images left out. {ADVICE}", model=self.model)
 
     def _adapt(self, e: ModelError, params: dict[str, Any]) -> dict[str, Any]:
         field = lacking(e.message, params)

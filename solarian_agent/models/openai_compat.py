@@ -25,14 +25,12 @@ import re
 from typing import Any
 
 from ..core.model_api import ModelError, ToolCall
+from .context_fit import ADVICE, stated
 
 DROPPABLE = ("tool_choice", "parallel_tool_calls")
 _IMAGES = re.compile(r"image|vision|multimodal|mmproj", re.I)
 _CONTEXT = re.compile(r"context length|context window|context size|n_ctx|too many tokens|"
                       r"maximum context", re.I)
-_WINDOW = re.compile(r"(?:context length|context window|context size|n_ctx)\D{0,20}?(\d[\d,]*)",
-                     re.I)
-_NEED = re.compile(r"(?:requested|request has|prompt has|need[s]?)\D{0,20}?(\d[\d,]*)", re.I)
 
 
 def lacking(message: str, params: dict[str, Any]) -> str:
@@ -65,15 +63,12 @@ def clear_error(message: str, params: dict[str, Any], base_url: str, model: str
                 ) -> ModelError | None:
     """The one clear error for a 400 that says what the server lacks, or None."""
     if _CONTEXT.search(message):
-        window, need = _WINDOW.search(message), _NEED.search(message)
+        window, need = stated(message)
         sizes = f" (the server says: {message[:200]})" if window is None else (
-            f": the server's window is {window.group(1)} tokens"
-            + (f", this request needs about {need.group(1)}" if need else ""))
+            f": the server's window is {window} tokens"
+            + (f", this request needs about {need}" if need else ""))
         return ModelError("bad_request", f"the server at {base_url} has too small a context "
-                          f"window for the planner{sizes}. Start it with a larger one "
-                          "(llama.cpp -c 16384, Ollama num_ctx, vLLM --max-model-len), or "
-                          "send less: lower max_images_in_context and image_max_side in "
-                          "the agent config", model=model)
+                          f"window for the planner{sizes}. {ADVICE}", model=model)
     if has_images(params) and _IMAGES.search(message):
         return ModelError("bad_request", f"the server at {base_url} takes no image input "
                           f"({message[:160]}); the planner points in camera images, so serve "

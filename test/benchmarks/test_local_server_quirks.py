@@ -149,7 +149,7 @@ def test_an_8k_server_too_small_even_trimmed_is_one_clear_error_naming_the_fix(l
         p.complete(big, timeout_s=20)
     msg = err.value.message
     assert "too small a context window" in msg and "8192 tokens" in msg
-    assert "max_images_in_context" in msg and "-c 16384" in msg
+    assert "max_images_in_context" in msg and "-c 16384" in msg and "fewer tools" in msg
     assert p.complete(ModelRequest("short", (Message.user("hello"),), TOOLS), timeout_s=20)
     # the newest turn alone over the window, once the window is known: the same clear error
     p.complete(ModelRequest("plan", _turns(20), TOOLS), timeout_s=20)
@@ -237,3 +237,25 @@ def test_monitor_model_asks_the_runs_model_and_meters_it(local_server):
     assert e["monitor_errors"] == [] and not e["tokens_estimated"]
     assert e["success"], e  # answers of "cannot tell" change nothing: the skills end on
     # their own
+
+
+def test_a_stated_size_with_its_completion_budget_scales_by_the_messages_alone() -> None:
+    from solarian_agent.models.context_fit import stated, window_from
+    from solarian_agent.models.openai_compat import clear_error
+
+    vllm = ("This model's maximum context length is 8192 tokens. However, you requested 9096 "
+            "tokens (5000 in the messages, 4096 in the completion). Please reduce the length "
+            "of the messages or completion.")
+    assert stated(vllm) == (8192, 5000)
+    assert stated("context length is 8192; you requested 9096 tokens, 4096 in the "
+                  "completion") == (8192, 5000)
+    assert stated("n_ctx is 4096, the prompt has 5000 tokens") == (4096, 5000)
+    params = {"messages": [{"role": "user", "content": "x" * 20_000}], "max_tokens": 4096}
+    w = window_from(vllm, params)
+    assert w is not None and w.tokens == 8192
+    assert w.scale == pytest.approx(5000 / estimate(params))  # not 9096 / estimate
+    # the two "too small a window" errors name the same fix
+    err = clear_error(vllm, params, "http://x", "m")
+    assert err is not None and "needs about 5000" in err.message
+    assert "-c 16384" in err.message and "fewer tools" in err.message \
+        and "max_images_in_context" in err.message

@@ -28,7 +28,6 @@ from ..core.model_api import ModelError, ToolCall
 from .context_fit import ADVICE, stated
 
 DROPPABLE = ("tool_choice", "parallel_tool_calls")
-_IMAGES = re.compile(r"image|vision|multimodal|mmproj", re.I)
 _CONTEXT = re.compile(r"context length|context window|context size|n_ctx|too many tokens|"
                       r"maximum context", re.I)
 
@@ -40,10 +39,12 @@ def lacking(message: str, params: dict[str, Any]) -> str:
 
 
 # a server that takes no images at all (llama.cpp without --mmproj, a text-only Ollama or
-# vLLM model), not one that refused one bad image
+# vLLM model): only wordings that say the server or model takes no image input.  One bad
+# image ("cannot identify image file", "unable to decode image data", "image too large")
+# says nothing about the next one, and must not turn images off for the whole session
 _NO_IMAGES = re.compile(r"(?:image|vision|multimodal)[^.]{0,40}(?:not supported|unsupported|"
-                        r"not enabled)|(?:not support|cannot|can't|unable to)[^.]{0,40}"
-                        r"(?:image|vision)|not a multimodal|mmproj|projector", re.I)
+                        r"not enabled)|(?:does not|doesn't|do not|don't) support[^.]{0,40}"
+                        r"(?:image|vision|multimodal)|not a multimodal|mmproj|projector", re.I)
 
 
 def refuses_images(message: str) -> bool:
@@ -69,7 +70,7 @@ def clear_error(message: str, params: dict[str, Any], base_url: str, model: str
             + (f", this request needs about {need}" if need else ""))
         return ModelError("bad_request", f"the server at {base_url} has too small a context "
                           f"window for the planner{sizes}. {ADVICE}", model=model)
-    if has_images(params) and _IMAGES.search(message):
+    if has_images(params) and refuses_images(message):
         return ModelError("bad_request", f"the server at {base_url} takes no image input "
                           f"({message[:160]}); the planner points in camera images, so serve "
                           "a vision model (llama.cpp --mmproj, an Ollama vision model, vLLM "

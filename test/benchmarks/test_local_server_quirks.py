@@ -229,6 +229,21 @@ def test_which_refusals_read_as_a_server_without_images() -> None:
     assert refuses_images("this model does not support images")
     assert refuses_images("Qwen2 is not a multimodal model")
     assert not refuses_images("bad image") and not refuses_images("image too large: 30 MB")
+    # one bad image's errors: the next image may be fine, images stay on
+    for one_image in ("cannot identify image file <_io.BytesIO object at 0x7f>",
+                      "Unable to load image from URL", "unable to decode image data"):
+        assert not refuses_images(one_image), one_image
+
+
+def test_a_bad_image_is_not_read_as_a_server_without_image_input() -> None:
+    from solarian_agent.models.openai_compat import clear_error
+
+    params = {"messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,AAAA"}}]}]}
+    assert clear_error("image too large: 30 MB", params, "http://x", "m") is None
+    assert clear_error("cannot identify image file", params, "http://x", "m") is None
+    err = clear_error("this model does not support image input", params, "http://x", "m")
+    assert err is not None and "takes no image input" in err.message
 
 
 def test_monitor_model_asks_the_runs_model_and_meters_it(local_server):

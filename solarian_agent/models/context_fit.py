@@ -8,8 +8,9 @@ server's count.  :func:`fit` then trims a request to :data:`FILL` of the window,
 order, keeping what the planner still needs:
 
 1. the system prompt, the tools, the task the run works on (the newest message that starts
-   with the harness's task prefix) and the newest turn (the last assistant message, its tool
-   results and the wake after them) are never touched;
+   with the harness's task prefix), every message that carries an operator's mid-run message
+   (the operator prefix: an instruction that still holds) and the newest turn (the last
+   assistant message, its tool results and the wake after them) are never left out;
 2. images older than the newest turn become a one-line text stub (the newest image of a
    camera is in the newest turn; an older one is history);
 3. then the oldest messages are left out, an assistant message together with its tool
@@ -31,7 +32,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.text import TASK_PREFIX
+from ..core.text import OPERATOR_PREFIX, TASK_PREFIX
 
 CHARS_PER_TOKEN = 4
 IMAGE_TOKENS = 256  # an image's guess before a server's count calibrates the scale
@@ -145,7 +146,8 @@ def _units(msgs: list[dict[str, Any]], start: int, stop: int) -> list[list[int]]
 
 def fit(params: dict[str, Any], window: Window) -> dict[str, Any] | None:
     """``params`` trimmed to fit ``window`` (see the module docstring), or None when even the
-    system prompt, the tools, the task and the newest turn do not fit."""
+    system prompt, the tools, the task, the operator's messages and the newest turn do not
+    fit."""
     limit = int(window.tokens * FILL)
 
     def size(p: dict[str, Any]) -> float:
@@ -159,6 +161,8 @@ def fit(params: dict[str, Any], window: Window) -> dict[str, Any] | None:
     task = max((i for i in range(head, tail)
                 if msgs[i].get("role") == "user" and _text(msgs[i]).startswith(TASK_PREFIX)),
                default=-1)
+    held = {task} | {i for i in range(head, tail)  # the operator's words still hold
+                     if msgs[i].get("role") == "user" and OPERATOR_PREFIX in _text(msgs[i])}
     why = f"the server's context window is {window.tokens} tokens"
     out = dict(params)
     if size(out) > limit:  # 2: older images to text
@@ -168,7 +172,7 @@ def fit(params: dict[str, Any], window: Window) -> dict[str, Any] | None:
         keep = set(range(len(msgs)))
         dropped = 0
         for group in _units(msgs, head, tail):
-            if task in group:
+            if held & set(group):
                 continue
             keep -= set(group)
             dropped += len(group)

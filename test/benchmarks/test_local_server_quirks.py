@@ -274,3 +274,26 @@ def test_a_stated_size_with_its_completion_budget_scales_by_the_messages_alone()
     assert err is not None and "needs about 5000" in err.message
     assert "-c 16384" in err.message and "fewer tools" in err.message \
         and "max_images_in_context" in err.message
+
+
+def test_trimming_never_leaves_out_an_operators_mid_run_message() -> None:
+    from solarian_agent.core.text import OPERATOR_PREFIX
+    from solarian_agent.models.context_fit import Window
+
+    msgs: list[dict] = [{"role": "system", "content": "plan"},
+                        {"role": "user", "content": "Task from the operator: tidy"}]
+    for k in range(20):
+        msgs += [{"role": "assistant", "content": None, "tool_calls": [
+                     {"id": f"c{k}", "type": "function",
+                      "function": {"name": "pick_object", "arguments": "{}"}}]},
+                 {"role": "tool", "tool_call_id": f"c{k}", "content": "started"},
+                 {"role": "user", "content": f"wake {k} " + "w" * 2000
+                  + (f"\n{OPERATOR_PREFIX}<operator>not the blue cup</operator>"
+                     if k == 2 else "")}]
+    params = {"messages": msgs, "max_tokens": 1024}
+    sent = fit(params, Window(4096))
+    assert sent is not None and estimate(sent) <= 4096
+    text = json.dumps(sent["messages"])
+    assert "earlier messages left out" in text and "wake 3 " not in text  # trimmed hard
+    assert "not the blue cup" in text and "Task from the operator" in text
+    assert "wake 19 " in text

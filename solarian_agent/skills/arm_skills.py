@@ -266,8 +266,8 @@ class PickSkill(MotionSkill):
     max_duration_s = 25.0
     max_target_area = 0.05
     monitor = PICK_MONITOR
-    examples = ({"params": {"point": [312, 240], "observation_id": "obs-3"},
-                 "when": "the red cup is at (312, 240) in obs-3"},)
+    examples = ({"params": {"point": [125, 96], "observation_id": "obs-3"},
+                 "when": "the red cup is at (125, 96) in obs-3"},)
 
     @classmethod
     def services_for(cls, params: Mapping[str, Any]) -> list[TrackerRequest]:

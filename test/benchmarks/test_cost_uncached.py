@@ -91,3 +91,34 @@ def test_watch_at_start_none_every_camera_empty_none_unknown_every(tmp_path) -> 
     p = tmp_path / "c.yaml"
     p.write_text("agent: {watch_at_start: []}\n")
     assert load_config(p).watch_at_start == []
+
+
+def test_every_point_example_lies_in_the_shipped_planner_image() -> None:
+    """A tool's example teaches the model where points go: one off the image it is sent (the
+    shipped image_max_side of a 4:3 camera) teaches it to point off the image."""
+    from pathlib import Path
+
+    import yaml
+
+    from solarian_agent.core.skill import Skill
+    from solarian_agent.skills import arm_skills
+
+    side = load_agent_config(default_config_path()).image_max_side
+    w, h = side, side * 3 // 4
+    examples: list[dict] = []
+    todo = [Skill]
+    while todo:
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        examples += list(getattr(cls, "examples", ()) or ())
+    cfg_dir = Path(arm_skills.__file__).resolve().parents[2] / "config" / "skills"
+    for f in sorted(cfg_dir.glob("*.yaml")):
+        for spec in (yaml.safe_load(f.read_text()) or {}).values():
+            if isinstance(spec, dict):
+                examples += list(spec.get("examples") or ())
+    points = [(ex, name, v) for ex in examples for name, v in ex.get("params", {}).items()
+              if name == "point" or (isinstance(v, list) and len(v) == 2
+                                     and "point" in name)]
+    assert len(points) >= 2, examples
+    for ex, name, (x, y) in points:
+        assert 0 <= x < w and 0 <= y < h, (name, ex)

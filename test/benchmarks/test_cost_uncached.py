@@ -22,6 +22,11 @@ def test_the_row_is_ten_times_below_the_frame_every_turn_loop() -> None:
         assert int(r["baseline"].split()[0]) >= 10 * r["value"], r
         assert "'image_max_side': 256" in r["note"], r
     assert "claude-sonnet-4-5" in row["note"] and "$" in row["note"]
+    # the cold figure beside the warm one: a session's first task sends system and tools
+    # uncached, and the note says from when the 10x holds
+    usage, prefix = cost_cache.billed(runs[0], "anthropic")
+    assert prefix > 0 and "cold, a session's first task" in row["note"]
+    assert "from a session's second task on" in row["note"]
     assert "gpt-4.1" in rows["uncached input tokens per pick-and-place (openai image formula)"][
         "note"]
     # the baseline is recomputed from the runs' own turns: every camera, full size, resent

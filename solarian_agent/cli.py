@@ -21,7 +21,7 @@ _positive_int = number_arg(int, lambda n: n >= 1, "a whole number >= 1")
 
 
 def _bench(argv: Sequence[str]) -> int:
-    if list(argv[:1]) == ["agent"]:  # one model's episodes: its own options (issue 32)
+    if list(argv[:1]) == ["agent"]:  # one model's episodes: its own options
         from .benchmarks.agent_cli import main as bench_agent
 
         return bench_agent(argv[1:])

@@ -1,4 +1,4 @@
-"""``solarian-agent bench agent`` (issue 32): which model should I plan with?
+"""``solarian-agent bench agent``: which model should I plan with?
 
 Each episode is the tidy task through the product (:func:`~solarian_agent.system.build_sim_system`:
 the skills, simulator, monitor and harness a user runs) with the planner model under test wrapped

@@ -1,4 +1,4 @@
-"""Metering a planner model for ``solarian-agent bench agent`` (issue 32): tokens as the
+"""Metering a planner model for ``solarian-agent bench agent``: tokens as the
 provider's usage fields report them, dollars from a dated price table, latency per call, the
 model errors and bad tool calls a failure is explained by, and the per-episode budgets.
 

@@ -1,4 +1,4 @@
-"""``bench agent --monitor model`` (issue 32): the monitor asked by the model under test, through
+"""``bench agent --monitor model``: the monitor asked by the model under test, through
 the same provider (``anthropic``, or ``openai`` with its ``base_url``), metered like the
 planner, its dollars counted in the episode's.
 

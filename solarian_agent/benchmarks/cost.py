@@ -1,4 +1,4 @@
-"""Cost benchmark: model tokens per pick-and-place (issue 15).
+"""Cost benchmark: model tokens per pick-and-place.
 
 The product (:func:`~solarian_agent.system.build_sim_system`: bus, skills, executor, planner,
 trackers; the cv monitor, which spends no tokens) runs "put the red cup on the tray" with the
@@ -190,7 +190,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 
     with one_cv_thread():
         by_mode = {m: [metered_run(s, m) for s in seeds] for m in MODES}
-        uncached = cost_cache.run(seeds)  # issue 32: the row against the frame-every-turn loop
+        uncached = cost_cache.run(seeds)  # the row against the frame-every-turn loop
     return uncached + rows_of(by_mode)
 
 

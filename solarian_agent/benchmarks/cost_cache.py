@@ -1,4 +1,5 @@
-"""``bench cost``'s row "uncached input tokens per pick-and-place" (issue 32, item 3).
+"""``bench cost``'s row "uncached input tokens per pick-and-place": what a pick-and-place
+sends a provider uncached, against the frame-every-turn loop.
 
 The product runs "put the red cup on the tray" with the ``rules`` planner on the shipped
 defaults, the path a user runs: only the overhead camera watched from a run's start

@@ -1,4 +1,4 @@
-"""Mutation testing of the safety and correctness modules (``make mutate``, issue 23): mutmut's
+"""Mutation testing of the safety and correctness modules (``make mutate``): mutmut's
 results read into a report, and the report as benchmark rows.
 
 ``scripts/mutate.py`` runs mutmut and writes the report (``test-artifacts/mutation/report.json``)

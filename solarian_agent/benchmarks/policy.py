@@ -1,4 +1,4 @@
-"""The learned pick policy (issue 21), through the product (``solarian-agent bench policy``).
+"""The learned pick policy, through the product (``solarian-agent bench policy``).
 
 * Policy pick beside scripted pick: the tidy task through ``solarian-agent demo``'s system
   (step-verified ``rules`` planner, ``cv`` monitor) with ``pick_object`` bound to either, on

@@ -1,13 +1,13 @@
-"""Routing benchmark (issue 22): operator messages routed by meaning, against a labelled table.
+"""Routing benchmark: operator messages routed by meaning, against a labelled table.
 
 Each row of :data:`TABLE` is an operator message said while :data:`SCENE` runs (a pick of the
 paper, a place of the cup, a wait), labelled with its strategy (interrupt: stop what runs
 now; queue: wait for the current step; parallel: answer an unrelated quick question on the
 side) and the actions a correct router stops.  The rows are in English and Hungarian and hold
 the textbook case of each strategy ("Azonnal állj le!", "Milyen idő lesz ma?", "Küldd el a
-jelentést kínaiul", "Mégse", "Stop! Rosszul mondtam") and issue 22's ("don't stop now, keep
-going", "cancel the paper pick but keep the cup", "Stop by the bin after the cup", "Watch
-out, a person is reaching in!").
+jelentést kínaiul", "Mégse", "Stop! Rosszul mondtam") and the hard cases a keyword router
+gets wrong ("don't stop now, keep going", "cancel the paper pick but keep the cup", "Stop by
+the bin after the cup", "Watch out, a person is reaching in!").
 
 Rows, measured in the same run on the same table:
 

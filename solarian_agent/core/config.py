@@ -49,7 +49,7 @@ class ModelEndpointConfig:
     # provider openai: null sends neither tool_choice nor parallel_tool_calls (the server's
     # defaults; the harness reads any number of calls a turn); false asks for one call a turn
     # (a small model may do better so), true for any number; either is sent with
-    # tool_choice "auto", and a server that refuses a field has it left out (issue 32)
+    # tool_choice "auto", and a server that refuses a field has it left out
     parallel_tool_calls: bool | None = None
 
     ALLOWED = {"provider": PLANNER_PROVIDERS,
@@ -134,7 +134,7 @@ class AgentConfig:
     cameras: list[str] = field(default_factory=list)
     # the cameras a run watches from its start (a fresh view of each with every turn until the
     # planner unwatch()es them); null: every one of ``cameras``.  The others are one look() or
-    # watch() away: an image only when the planner asks for it (issue 32)
+    # watch() away: an image only when the planner asks for it (an image is tokens every turn)
     watch_at_start: list[str] | None = None
     state_fields: dict[str, list[str]] = field(default_factory=dict)
     dry_run: bool = False

@@ -1,5 +1,6 @@
-"""A skill's result as the planner reads it in a wake (issue 32: the context trimmed by what
-the planner still needs).
+"""A skill's result as the planner reads it in a wake, trimmed to what the planner still
+needs: every turn resends it, so a field the planner does not use is tokens spent on every
+later turn.
 
 The journal keeps every result whole (``ActionEnded.data``); the planner's text keeps what
 it acts on.  Rules:

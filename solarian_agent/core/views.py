@@ -103,7 +103,8 @@ class ViewManager:
         self._frames = frames
         self.cameras = list(cameras)
         # a callable is asked at every render: a provider may find out that its server takes
-        # no images (issue 32), and from then on its views are described in text
+        # no images (a local server without a vision model), and from then on its views are
+        # described in text
         self._reads_images = reads_images
         self.describer = describer
         self.fixed = list(fixed)

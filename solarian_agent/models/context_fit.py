@@ -1,5 +1,5 @@
-"""Fitting a Chat Completions request to what a compatible server can take (issue 32, item 2):
-a small context window and no image input, adapted to instead of failing every call.
+"""Fitting a Chat Completions request to what a compatible server can take: a small context
+window and no image input, adapted to instead of failing every call.
 
 **A small context window** (llama.cpp ``-c 8192``, Ollama's ``num_ctx``): the server's 400
 states its window, and most state the request's size too.  :func:`window_from` reads both;

@@ -1,5 +1,5 @@
-"""What an OpenAI-compatible server lacks, and what the ``openai`` provider does about it
-(issue 32).  Local servers (llama.cpp, Ollama, vLLM) implement Chat Completions unevenly:
+"""What an OpenAI-compatible server lacks, and what the ``openai`` provider does about it.
+Local servers (llama.cpp, Ollama, vLLM) implement Chat Completions unevenly:
 
 * **no ``tool_choice`` / no ``parallel_tool_calls``**: the provider sends them only when
   ``planner.parallel_tool_calls`` is set (the harness never forces a tool and reads any

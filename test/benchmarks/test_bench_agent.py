@@ -1,4 +1,4 @@
-"""``solarian-agent bench agent`` (issue 32, item 1): metered product episodes, the table,
+"""``solarian-agent bench agent``: metered product episodes, the table,
 the JSON with every field, the results file runs are appended to, the plot, usage errors,
 Ctrl-C keeping the finished episodes, and the price table."""
 

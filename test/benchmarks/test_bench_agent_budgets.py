@@ -1,4 +1,4 @@
-"""Bad replies cost nothing but a clear failure (issue 32, item 4): a model that never calls a
+"""Bad replies cost nothing but a clear failure: a model that never calls a
 tool, one whose every call has bad arguments, a slow one and a dear one each end their episode
 with the reason within the budget, never a crash or a hang.  Each model is the local server
 process with a bad behaviour."""

@@ -1,4 +1,4 @@
-"""``bench cost``'s row "uncached input tokens per pick-and-place" (issue 32, item 3): measured
+"""``bench cost``'s row "uncached input tokens per pick-and-place": measured
 through the product on the shipped defaults and the cost suite's seeds, at least 10x below the
 frame-every-turn loop with its history resent on the same turns, with both providers' image
 formulas; and the pieces it is computed from."""

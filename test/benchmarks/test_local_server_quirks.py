@@ -1,5 +1,5 @@
 """The ``openai`` provider against an OpenAI-compatible server process that lacks what small
-local servers lack (issue 32, item 2): each quirk is adapted to, or is one clear error naming
+local servers lack: each quirk is adapted to, or is one clear error naming
 what the server lacks and what fixes it.  The server is a real process over HTTP, the provider
 speaks to it through the ``openai`` SDK; the model behind it is the rules planner."""
 

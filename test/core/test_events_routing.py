@@ -123,7 +123,7 @@ def msg(text):
     ("don't stop believing, put the cup on the tray", "queue", False, "user_addition"),
 ])
 def test_rule_table_routes_user_messages(text, urgency, stop, rule):
-    # (the labelled table of issue 22 is test/core/test_routing_table.py)
+    # (the labelled table of hard cases is test/core/test_routing_table.py)
     d = Router().route(msg(text), BUSY)
     assert d is not None
     assert (d.urgency, d.stop, d.rule) == (urgency, stop, rule)

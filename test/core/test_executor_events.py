@@ -1,7 +1,8 @@
-"""The executor's published record, field by field (issue 23: mutation testing found these
-unasserted).  The viewer draws the running action from ``skill_started`` / ``skill_ended``,
-the episode log keeps every event as published, the planner reads the goal's result (action id,
-outcome, reason, data): so every payload field and every result is asserted exactly here."""
+"""The executor's published record, field by field (each asserted: mutation testing found
+fields no test read).  The viewer draws the running action from ``skill_started`` /
+``skill_ended``, the episode log keeps every event as published, the planner reads the goal's
+result (action id, outcome, reason, data): so every payload field and every result is asserted
+exactly here."""
 
 from __future__ import annotations
 

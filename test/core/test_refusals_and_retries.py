@@ -1,4 +1,4 @@
-"""Refused calls and failed steps, as the harness enforces them (issue 15): a failure the
+"""Refused calls and failed steps, as the harness enforces them: a failure the
 planner got as a refused tool result is not delivered again as news; a refusal loop ends in a
 clear failure long before the turn budget, and a call refused for a stale image waits for still
 frames; ``retries_per_step`` fails a plan step and refuses its retries until the plan changes."""
@@ -161,7 +161,7 @@ def test_the_plan_queue_never_starts_a_failed_step() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# a failing planner model (issue 22): a few calls per wake, backing off, and the operator told
+# a failing planner model: a few calls per wake, backing off, and the operator told
 # --------------------------------------------------------------------------------------------
 def _failing_harness(n_errors: int = 200, **kw):
     import random

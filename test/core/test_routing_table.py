@@ -1,4 +1,4 @@
-"""Routing by meaning (issue 22): the labelled table routes right, a stop stops exactly the
+"""Routing by meaning: the labelled table routes right, a stop stops exactly the
 actions it names, a negated / deferred / errand "stop" stops nothing, a safety warning stops
 everything; with a router model configured the same messages go to it and its failures
 (an HTTP error, a timeout, an answer that does not parse) fall back to the rules."""

@@ -152,7 +152,7 @@ def test_watchdog_with_fake_clock() -> None:
         CommandWatchdog(0.0, clock)
 
 
-# ------------------------------------------------------------ exact reasons and edges (issue 23)
+# ------------------------------------------------------------------------ exact reasons and edges
 
 J = {"lower": -1.0, "upper": 1.0, "max_velocity": 2.0}
 

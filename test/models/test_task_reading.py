@@ -1,4 +1,4 @@
-"""The offline planner's reading of a task (issue 15): every line, objects by colour and kind,
+"""The offline planner's reading of a task: every line, objects by colour and kind,
 negations, things not on the table as questions, requests it cannot do, order."""
 
 from __future__ import annotations

@@ -215,7 +215,7 @@ def test_build_monitor_from_the_agent_config():
         build_monitor(bus=rig.bus, clock=rig.clock, config=cfg)
 
 
-# ----------------------------------------------------------------- exact reasons (issue 23)
+# ------------------------------------------------------------------------------ exact reasons
 
 @pytest.mark.parametrize("rule, message", [
     ("finish", "skills.grip.monitor[0].when[0]: a rule must be a mapping, got str"),

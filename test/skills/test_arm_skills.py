@@ -122,7 +122,7 @@ def test_verify_state_uses_a_fresh_frame_and_reports_locations(sim):
 
 
 def test_verify_state_says_what_is_held_from_the_arms_state_not_only_the_wrist_image(sim):
-    """The held check of issue 15: a pick that holds says what it holds; after a place the
+    """The held check: a pick that holds says what it holds; after a place the
     open, empty gripper holds nothing (whatever the wrist camera sees below the fingers), and
     nor do fingers closed on nothing."""
     run_tool(sim, "pick_object", {"point": px(sim, "red_cup")})

@@ -1,4 +1,4 @@
-"""PolicySkill (issue 21): known weights through the observation and action mappings, chunk
+"""PolicySkill: known weights through the observation and action mappings, chunk
 timing on the injected clock (both late-chunk behaviours), how it ends (monitor finish with
 ``then``, fail rule, ``max_duration_s``, operator takeover), the safety path, start-up
 failures, and the shipped policy's binding."""

@@ -208,7 +208,7 @@ class PanelHub:
                 "status": st.status, "task": st.task, "generation": st.generation,
                 "plan": plan, "actions": actions,
                 "conversation": self.conversation.entries(), "stamp": st.stamp,
-                # the graph's nodes as the planner sees them: up, lost or back (issue 35)
+                # the graph's nodes as the planner sees them: up, lost or back
                 "nodes": [dict(n) for n in st.nodes]})
         self.broadcast({"type": "state", "state": self.state, "operator": self.operator})
 

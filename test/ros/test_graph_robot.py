@@ -99,7 +99,7 @@ def test_the_arm_is_active_on_its_servo_bus(robot):
 
 def test_the_planner_sees_every_node_of_the_robot_up_the_arm_included(robot):
     """Every node beats on nodes/heartbeat (the arm node whatever its lifecycle state): the
-    planner's agent/state lists each as up (issue 35: a lost one would say lost)."""
+    planner's agent/state lists each as up (a lost one would say lost)."""
     g, p = robot
     want = {"arm", "camera_overhead", "camera_wrist", "skills", "monitor"}
 

@@ -46,7 +46,7 @@ SHUTDOWN_NOISE = ("Traceback", "terminate called", "exception was never retrieve
 def _stops_clean(g, killed: str = "") -> None:
     """The graph, after a node died (and came back), stops as the launcher stops it (SIGINT):
     every live node exits 0 and no output says an exception was never retrieved or a
-    destroyed entity was used (issue 35's shutdown messages)."""
+    destroyed entity was used (the messages rclpy prints when a node is torn down uncleanly)."""
     for proc in g.procs.values():
         proc.signal(signal.SIGINT)
     hung = [n for n, proc in g.procs.items() if proc.wait(30.0) is None]

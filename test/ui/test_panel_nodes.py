@@ -1,4 +1,4 @@
-"""The panel shows each node of the graph as the planner sees it: up, lost or back (issue 35).
+"""The panel shows each node of the graph as the planner sees it: up, lost or back.
 The page's JSON state carries the planner's ``AgentState.nodes``; the page renders each as a
 chip whose ``data-state`` says it."""
 

@@ -278,19 +278,26 @@ def _serve(server, client, bus, names_):
     return bus, other
 
 
+def _slow_observer(release: threading.Event, wait_s: float, description: str = "") -> Bus:
+    """A Bus serving observe_scene that answers once ``release`` is set (a vision model
+    thinking), at most ``wait_s`` later."""
+    bus = Bus()
+
+    def observe(req):
+        release.wait(wait_s)
+        return {"ok": True, "description": description, "focus": req.get("focus", "")}
+
+    bus.create_service(names.OBSERVE_SCENE, names.T_OBSERVE_SCENE, observe)
+    return bus
+
+
 def test_a_slow_service_does_not_hold_the_nodes_other_callbacks(two_nodes):
     """observe_scene may wait on a vision model for seconds: it is answered off the executor
     thread, so a goal response or a topic of the same node is not held up meanwhile."""
     server, client = two_nodes
     release = threading.Event()
     try:
-        bus = Bus()
-
-        def observe(req):
-            release.wait(10.0)  # the model is thinking
-            return {"ok": True, "description": "a red cup", "focus": req.get("focus", "")}
-
-        bus.create_service(names.OBSERVE_SCENE, names.T_OBSERVE_SCENE, observe)
+        bus = _slow_observer(release, 10.0, "a red cup")
         bus.create_service(names.AGENT_MESSAGE, names.T_AGENT_COMMAND,
                            lambda req: {"ok": True, "reason": ""})
         _, other = _serve(server, client, bus, (names.OBSERVE_SCENE, names.AGENT_MESSAGE))
@@ -361,13 +368,7 @@ def test_a_service_call_waits_no_longer_than_its_caller_asked(two_nodes):
     server, client = two_nodes
     release = threading.Event()
     try:
-        bus = Bus()
-
-        def observe(req):
-            release.wait(20.0)  # the model is thinking
-            return {"ok": True, "description": "", "focus": req.get("focus", "")}
-
-        bus.create_service(names.OBSERVE_SCENE, names.T_OBSERVE_SCENE, observe)
+        bus = _slow_observer(release, 20.0)
         _, other = _serve(server, client, bus, (names.OBSERVE_SCENE,))
         release.set()  # first: the server answers (it is up and matched)
         assert other.call(names.OBSERVE_SCENE, {"focus": ""}, timeout_s=30.0)["ok"]

@@ -39,9 +39,9 @@ from typing import Any
 from ..core.model_api import ImagePart, ModelReply, ModelRequest, ToolCall
 from .tokens import (
     CHARS_PER_TOKEN,
-    TASK,
     anthropic_image_tokens,
     openai_image_tokens,
+    pick_and_place,
     reply_chars,
     request_text_chars,
     text_tokens,
@@ -96,7 +96,7 @@ def metered_run(seed: int, mode: str = "defaults") -> dict[str, Any]:
     (the planner watches the overhead camera only) or ``always_on`` (``runtime.cameras``)."""
     from ..core.config import load_agent_config
     from ..models.rules_planner import RulesPlanner
-    from ..system import build_sim_system, default_config_path
+    from ..system import default_config_path
 
     cfg = load_agent_config(default_config_path())
     if mode not in MODES:
@@ -104,21 +104,7 @@ def metered_run(seed: int, mode: str = "defaults") -> dict[str, Any]:
     if mode == "always_on":
         cfg = replace(cfg, runtime=replace(cfg.runtime, cameras=list(cfg.cameras)))
     meter = MeteredPlanner(RulesPlanner(), watch=["overhead"] if mode == "views" else None)
-    system = build_sim_system(config=cfg, seed=seed, planner=meter)
-    try:
-        system.planner.message(TASK)
-        system.run_until(lambda: system.planner.status not in ("idle", "running", "paused"),
-                         300.0)
-        status = system.planner.status
-        truth = system.world.truth()
-        cameras = []  # each camera's capture size (width, height): the baseline's frames
-        for cam in cfg.cameras:
-            frame = system.cameras.frame(cam)
-            if frame is not None:
-                cameras.append((int(frame.data.shape[1]), int(frame.data.shape[0])))
-    finally:
-        system.shutdown()
-    done = status == "succeeded" and truth["objects"]["red_cup"]["location"] == "tray"
+    status, done, cameras = pick_and_place(cfg, seed, meter)
     return {"seed": seed, "status": status, "done": done, "turns": meter.turns,
             "cameras": cameras}
 

@@ -26,9 +26,9 @@ from typing import Any
 from ..core.model_api import ModelReply, ModelRequest, Usage
 from .agent_meter import estimate_usage, load_prices, prefix_blocks
 from .tokens import (
-    TASK,
     anthropic_image_tokens,
     openai_image_tokens,
+    pick_and_place,
     request_text_chars,
     text_tokens,
 )
@@ -60,26 +60,11 @@ def captured_run(seed: int) -> dict[str, Any]:
     whether it was done, every camera's capture size and the settings that shape images."""
     from ..core.config import load_agent_config
     from ..models.rules_planner import RulesPlanner
-    from ..system import build_sim_system, default_config_path
+    from ..system import default_config_path
 
     cfg = load_agent_config(default_config_path())
-    every_camera = list(cfg.cameras)
     cap = _Capture(RulesPlanner())
-    system = build_sim_system(config=cfg, seed=seed, planner=cap)
-    try:
-        system.planner.message(TASK)
-        system.run_until(lambda: system.planner.status not in ("idle", "running", "paused"),
-                         300.0)
-        status = str(getattr(system.planner.status, "value", system.planner.status))
-        truth = system.world.truth()
-        sizes = []
-        for cam in every_camera:
-            frame = system.cameras.frame(cam)
-            if frame is not None:
-                sizes.append((int(frame.data.shape[1]), int(frame.data.shape[0])))
-    finally:
-        system.shutdown()
-    done = status == "succeeded" and truth["objects"]["red_cup"]["location"] == "tray"
+    _, done, sizes = pick_and_place(cfg, seed, cap)
     return {"seed": seed, "done": done, "requests": cap.requests, "replies": cap.replies,
             "cameras": sizes, "settings": {"watch_at_start": cfg.watch_at_start,
                                            "image_max_side": cfg.image_max_side}}

@@ -1,16 +1,47 @@
 """Token counts of the cost benchmarks (:mod:`.cost`, :mod:`.cost_cache`) and ``bench agent``'s
 estimates (:mod:`.agent_meter`): the providers' published image formulas and about
-:data:`CHARS_PER_TOKEN` characters a text token (an estimate: the tokenizers differ)."""
+:data:`CHARS_PER_TOKEN` characters a text token (an estimate: the tokenizers differ); and the
+pick-and-place both cost benchmarks run (:func:`pick_and_place`)."""
 
 from __future__ import annotations
 
 import json
 import math
+from typing import TYPE_CHECKING, Any
 
 from ..core.model_api import ModelReply, ModelRequest, TextPart
 
+if TYPE_CHECKING:
+    from ..core.config import AgentConfig
+
 CHARS_PER_TOKEN = 4.0
 TASK = "put the red cup on the tray"  # the cost suites' pick-and-place
+
+
+def pick_and_place(config: AgentConfig, seed: int, planner: Any
+                   ) -> tuple[str, bool, list[tuple[int, int]]]:
+    """:data:`TASK` through the product (the simulated system a user runs) with ``planner``:
+    the planner's final status, whether the red cup is on the tray in the simulator's truth,
+    and each configured camera's capture size (width, height), which the baselines' frames
+    are sized by."""
+    from ..system import build_sim_system
+
+    system = build_sim_system(config=config, seed=seed, planner=planner)
+    try:
+        system.planner.message(TASK)
+        system.run_until(lambda: system.planner.status not in ("idle", "running", "paused"),
+                         300.0)
+        status = str(getattr(system.planner.status, "value", system.planner.status))
+        truth = system.world.truth()
+        sizes = []
+        for cam in config.cameras:
+            frame = system.cameras.frame(cam)
+            if frame is not None:
+                sizes.append((int(frame.data.shape[1]), int(frame.data.shape[0])))
+    finally:
+        system.shutdown()
+    done = status == "succeeded" and truth["objects"]["red_cup"]["location"] == "tray"
+    return status, done, sizes
 
 
 # the providers' published image formulas ----------------------------------------------------

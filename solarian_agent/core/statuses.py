@@ -34,6 +34,12 @@ class RunStatus(WireEnum):
     BUDGET_EXHAUSTED = "budget_exhausted"
 
 
+# the statuses a run ends in, as the wire carries them (a front end compares agent/state's
+# plain string against these)
+RUN_ENDED = frozenset(str(s.value) for s in (RunStatus.SUCCEEDED, RunStatus.FAILED,
+                                             RunStatus.CANCELLED, RunStatus.BUDGET_EXHAUSTED))
+
+
 class Outcome(WireEnum):
     """How an action (a skill's goal) ended."""
 
@@ -63,4 +69,4 @@ class Decision(WireEnum):
     ESCALATE = "escalate"
 
 
-__all__ = ["Decision", "Outcome", "RunStatus", "StepStatus", "WireEnum"]
+__all__ = ["RUN_ENDED", "Decision", "Outcome", "RunStatus", "StepStatus", "WireEnum"]

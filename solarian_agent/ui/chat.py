@@ -24,6 +24,7 @@ from typing import Any, TextIO
 
 from ..core import names
 from ..core.messages import AgentEvent, AgentState, OperatorEvent
+from ..core.statuses import RUN_ENDED as ENDED
 from ..core.text import for_terminal, indented
 from .event_lines import describe_event
 from .link import AgentLink, BusLike, Reply, estop_unavailable, is_internal, new_entries
@@ -48,7 +49,6 @@ COMMANDS = ("/cancel", "/reset", "/pause", "/resume", "/takeover", "/state", "/s
             "/events", "/estop", "/estop-reset", "/approve", "/refuse", "/help", "/quit",
             "/exit", "/q")
 RESUME_TEXT = "resume"
-ENDED = ("succeeded", "failed", "cancelled", "budget_exhausted")
 ALWAYS_SHOWN = ("planner_silent", "planner_model_ok")
 
 DIM, BOLD, OP, ALERT, RESET = "\033[2m", "\033[1m", "\033[35m", "\033[1;41;97m", "\033[0m"

@@ -30,10 +30,10 @@ import collections
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.statuses import RUN_ENDED as ENDED
 from .event_lines import describe_event
 from .link import new_entries
 
-ENDED = ("succeeded", "failed", "cancelled", "budget_exhausted")
 REFUSALS = ("tool_refused", "action_refused", "target_rejected")
 # why the planner says nothing: its model fails (retried with a backoff, then silent)
 PLANNER_NOTES = ("planner_model_retry", "planner_silent", "planner_model_ok")
